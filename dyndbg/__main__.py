@@ -1,0 +1,5 @@
+import sys
+
+from dyndbg.cli import main
+
+sys.exit(main())

@@ -1,0 +1,140 @@
+"""Command line: `python -m dyndbg [-c COMMAND]... (SCRIPT | -m MODULE) [ARGS...]`.
+
+pdb-compatible. --version and --help never import torch. The target runs as
+__main__ with sys.argv and sys.path[0] set as Python sets them; the process
+exits with the target's own status and, for an uncaught exception, the same
+traceback as without dyndbg.
+"""
+from __future__ import annotations
+
+import argparse
+import builtins
+import os
+import runpy
+import sys
+import traceback
+import types
+
+from dyndbg import __version__
+from dyndbg.ownframes import is_own_frame
+
+USAGE = "python -m dyndbg [-c COMMAND]... [--out FILE] (SCRIPT | -m MODULE) [ARGS...]"
+DESCRIPTION = """\
+Run a Python script and stop in the bytecode that TorchDynamo (torch.compile)
+generates: the transformed code of compiled functions and the resume functions
+after graph breaks. By default dyndbg stops at the first generated instruction.
+Commands are pdb's, at instruction level: type 'help' at the (dyndbg) prompt.
+When stdin is not a terminal, commands are read from it line by line; at end
+of input the program runs to completion."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m dyndbg", usage=USAGE,
+                                     description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-c", "--command", action="append", default=[], metavar="COMMAND",
+                        help="run COMMAND at the first stop (repeatable), as pdb's -c")
+    parser.add_argument("-m", dest="module", metavar="MODULE",
+                        help="run a library module as a script, as python -m")
+    parser.add_argument("--out", metavar="FILE",
+                        help="write the debugger's own output to FILE instead of stdout")
+    parser.add_argument("--version", action="version", version=f"dyndbg {__version__}")
+    parser.add_argument("target", nargs="?", metavar="SCRIPT", help="the script to run")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
+    return parser
+
+
+def _fail(message: str, status: int = 2) -> int:
+    sys.stderr.write(f"dyndbg: {message}\n")
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Everything after the script (or -m MODULE) belongs to the target.
+    options, target_argv = _split_argv(argv)
+    args = _parser().parse_args(options)
+    if args.module is None and args.target is None:
+        _parser().print_usage(sys.stderr)
+        return _fail("a script or -m MODULE is required")
+    if args.module is not None:
+        return _run(args, module=args.module, target_argv=[args.module] + target_argv)
+    path = args.target
+    if not os.path.exists(path):
+        return _fail(f"can't open file {path!r}: no such file")
+    if os.path.isdir(path):
+        return _fail(f"{path!r} is a directory, not a script")
+    try:
+        with open(path, "rb") as handle:
+            source = handle.read()
+        code = compile(source, os.path.abspath(path), "exec")
+    except SyntaxError as error:
+        # The same report python gives, without dyndbg's frames.
+        traceback.print_exception(type(error), error, None)
+        return 1
+    except (OSError, ValueError) as error:
+        return _fail(f"can't read {path!r}: {error}")
+    return _run(args, code=code, script=path, target_argv=[path] + target_argv)
+
+
+def _split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
+    """dyndbg's own options, then the target and its arguments."""
+    takes_value = {"-c", "--command", "--out"}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "-m":
+            return argv[:i + 2], argv[i + 2:]
+        if arg in takes_value:
+            i += 2
+            continue
+        if arg.startswith("-") and arg != "-":
+            i += 1
+            continue
+        return argv[:i + 1], argv[i + 1:]
+    return argv, []
+
+
+def _run(args: argparse.Namespace, target_argv: list[str], code: types.CodeType | None = None,
+         script: str | None = None, module: str | None = None) -> int:
+    from dyndbg.attach import attach
+    from dyndbg.engine.debugger import DyndbgQuit
+
+    out = sys.stdout
+    if args.out:
+        try:
+            out = open(args.out, "w", encoding="utf-8", buffering=1)
+        except OSError as error:
+            return _fail(f"can't write {args.out!r}: {error}")
+    attach(out, args.command)
+
+    sys.argv[:] = target_argv
+    try:
+        if module is not None:
+            sys.path[0] = os.getcwd()
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+        else:
+            assert code is not None and script is not None
+            sys.path[0] = os.path.dirname(os.path.realpath(script))
+            main_module = types.ModuleType("__main__")
+            main_module.__dict__.update({"__file__": os.path.abspath(script),
+                                         "__builtins__": builtins, "__cached__": None})
+            sys.modules["__main__"] = main_module
+            exec(code, main_module.__dict__)
+    except SystemExit:
+        raise
+    except DyndbgQuit:
+        return 0
+    except BaseException as error:  # noqa: BLE001 - report it as python would
+        _report_uncaught(error)
+        return 130 if isinstance(error, KeyboardInterrupt) else 1
+    return 0
+
+
+def _report_uncaught(error: BaseException) -> None:
+    """Print the traceback python would print: without dyndbg's and runpy's frames."""
+    tb = error.__traceback__
+    while tb is not None and is_own_frame(tb.tb_frame):
+        tb = tb.tb_next
+    error.__traceback__ = tb
+    sys.excepthook(type(error), error, tb)

@@ -1,0 +1,16 @@
+"""Reading CPython frames: the value stack, per Python version.
+
+Everything that depends on the interpreter's private frame layout lives in this
+package. Callers get `read_value_stack(frame)` and `NULL`; on an unknown Python
+version or a layout that fails validation they get `StackUnavailable` with a
+message for the user, and nothing unvalidated is ever read.
+"""
+from __future__ import annotations
+
+from dyndbg.cpython.valuestack import NULL, StackUnavailable, read_value_stack, stack_support
+
+__all__ = ["NULL", "StackUnavailable", "read_value_stack", "stack_support"]
+
+from dyndbg.cpython.calls import call_target  # noqa: E402
+
+__all__.append("call_target")

@@ -1,0 +1,111 @@
+"""The adapter between torch's hooks and the engine.
+
+- bytecode hook: every code object dynamo generates is registered with its
+  compile id.
+- bytecode debugger callback (torch >= 2.12): called from C before every run of
+  transformed code. If it raises, the process aborts, so the wrapper swallows
+  everything; the engine uses it to turn tracing on only when needed.
+- compile start/end callbacks: the engine suspends tracing while dynamo compiles.
+Where torch lacks the C callback (or DYNDBG_NO_CALLBACK=1), `has_callback` is
+False and the engine falls back to a global trace function.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import types
+from typing import Callable
+
+from dyndbg.dynamo.registry import Registry
+
+
+def _current_compile_id() -> str | None:
+    try:
+        from torch._guards import CompileContext
+        cid = CompileContext.current_compile_id()
+        return None if cid is None else str(cid)
+    except Exception:
+        return None
+
+
+class DynamoHooks:
+    def __init__(self, registry: Registry,
+                 on_code_start: Callable[[types.CodeType], None],
+                 on_compile_start: Callable[[], None],
+                 on_compile_end: Callable[[], None],
+                 report_error: Callable[[str, BaseException], None],
+                 force_fallback: bool = False) -> None:
+        self.registry = registry
+        self._on_code_start = on_code_start
+        self._on_compile_start = on_compile_start
+        self._on_compile_end = on_compile_end
+        self._report_error = report_error
+        self.force_fallback = force_fallback or os.environ.get("DYNDBG_NO_CALLBACK") == "1"
+        self.has_callback = False
+        self.interrupt_pending = False
+        self._handle = None
+        self._previous_callback = None
+
+    # -- installation -----------------------------------------------------
+    def install(self) -> None:
+        import torch._dynamo  # noqa: F401  (imports convert_frame and the callback handler)
+        from torch._dynamo import convert_frame
+        self._handle = convert_frame.register_bytecode_hook(self._bytecode_hook)
+        handler = torch._dynamo.callback_handler
+        handler.register_start_callback(self._compile_start)
+        handler.register_end_callback(self._compile_end)
+        if not self.force_fallback:
+            try:
+                from torch._C._dynamo import eval_frame
+                self._previous_callback = eval_frame.get_bytecode_debugger_callback()
+                eval_frame.set_bytecode_debugger_callback(self._code_callback)
+                self.has_callback = True
+            except (ImportError, AttributeError):
+                self.has_callback = False
+
+    def uninstall(self) -> None:
+        """Stop receiving events (the engine detaches)."""
+        try:
+            if self.has_callback:
+                from torch._C._dynamo import eval_frame
+                eval_frame.set_bytecode_debugger_callback(self._previous_callback)
+                self.has_callback = False
+        except Exception:
+            pass
+
+    # -- hooks (each must never raise into torch) ---------------------------
+    def _bytecode_hook(self, original: types.CodeType, new: types.CodeType) -> None:
+        try:
+            self.registry.add_transformed(original, new, _current_compile_id())
+        except BaseException as error:  # noqa: BLE001 - never break dynamo's compile
+            self._report_error("bytecode hook", error)
+        return None
+
+    def _code_callback(self, code: types.CodeType) -> None:
+        # Called from C++: an exception escaping here aborts the process.
+        try:
+            self._on_code_start(code)
+        except KeyboardInterrupt:
+            self.interrupt_pending = True
+        except BaseException as error:  # noqa: BLE001
+            try:
+                self._report_error("code callback", error)
+            except BaseException:
+                pass
+
+    def _compile_start(self, _args: object) -> None:
+        try:
+            self._on_compile_start()
+        except BaseException as error:  # noqa: BLE001
+            self._report_error("compile start", error)
+
+    def _compile_end(self, _args: object) -> None:
+        try:
+            self._on_compile_end()
+        except BaseException as error:  # noqa: BLE001
+            self._report_error("compile end", error)
+
+
+def torch_version() -> str:
+    torch = sys.modules.get("torch")
+    return getattr(torch, "__version__", "unknown")

@@ -1,0 +1,67 @@
+"""Instruction tables for code objects: index <-> offset, and source lines."""
+from __future__ import annotations
+
+import dis
+import linecache
+import types
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Instr:
+    index: int
+    offset: int
+    opname: str
+    arg: int | None
+    argval: object
+    argrepr: str
+    line: int | None          # the user's source line this instruction belongs to
+    is_jump_target: bool
+    jump_target: int | None   # offset this instruction may jump to
+
+
+class CodeInfo:
+    """dis-based view of one code object (CACHE entries excluded)."""
+
+    def __init__(self, code: types.CodeType) -> None:
+        self.code = code
+        self.instructions: list[Instr] = []
+        self._index_by_offset: dict[int, int] = {}
+        line: int | None = None
+        for i, ins in enumerate(dis.get_instructions(code)):
+            positions = getattr(ins, "positions", None)
+            if positions is not None and positions.lineno is not None:
+                line = positions.lineno
+            elif ins.starts_line is not None and not isinstance(ins.starts_line, bool):
+                line = ins.starts_line
+            target = ins.argval if ins.opcode in dis.hasjabs or ins.opcode in dis.hasjrel else None
+            self.instructions.append(Instr(i, ins.offset, ins.opname, ins.arg, ins.argval,
+                                           ins.argrepr, line, ins.is_jump_target,
+                                           target if isinstance(target, int) else None))
+            self._index_by_offset[ins.offset] = i
+
+    def __len__(self) -> int:
+        return len(self.instructions)
+
+    def index_of(self, offset: int) -> int | None:
+        return self._index_by_offset.get(offset)
+
+    def at_offset(self, offset: int) -> Instr | None:
+        index = self._index_by_offset.get(offset)
+        return None if index is None else self.instructions[index]
+
+    def indices_for_line(self, line: int) -> list[int]:
+        return [i.index for i in self.instructions if i.line == line]
+
+    def source_line(self, line: int | None) -> str:
+        if line is None:
+            return ""
+        return linecache.getline(self.code.co_filename, line).strip()
+
+
+def code_info(entry_extra: dict, code: types.CodeType) -> CodeInfo:
+    """The CodeInfo cached in a registry entry's `extra` dict."""
+    info = entry_extra.get("codeinfo")
+    if info is None:
+        info = entry_extra["codeinfo"] = CodeInfo(code)
+    return info

@@ -1,0 +1,271 @@
+"""The engine: decides which frames are traced and where to stop.
+
+Tracing is switched on only for dynamo-generated frames: torch's C callback
+(or, without it, a global trace function that filters by code identity) installs
+`sys.settrace` just before generated code runs, each generated frame gets a
+local trace function with opcode events, and the global trace function is
+removed when the last traced frame returns. Ordinary frames called from a
+traced frame see one 'call' event and are not traced. While dynamo compiles,
+tracing is suspended entirely.
+"""
+from __future__ import annotations
+
+import sys
+import types
+from dataclasses import dataclass
+from typing import Protocol
+
+from dyndbg.cpython import StackUnavailable, read_value_stack, stack_support
+from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
+from dyndbg.engine.breakpoints import BreakpointTable
+from dyndbg.engine.codeinfo import CodeInfo, Instr, code_info
+from dyndbg.engine.stop import Stop
+
+# Exceptions that are control flow, not failures: no stop for these.
+_QUIET_EXCEPTIONS = (StopIteration, StopAsyncIteration, GeneratorExit)
+
+
+class DyndbgQuit(BaseException):
+    """Raised into the program by `quit`, as pdb raises BdbQuit.
+
+    A BaseException so that the program's `except Exception` cannot swallow it.
+    """
+
+
+class Frontend(Protocol):
+    def interact(self, stop: Stop) -> None: ...
+    def message(self, text: str) -> None: ...
+
+
+@dataclass
+class Mode:
+    """Where the next stop may happen."""
+
+    kind: str = "step"                          # step, next, return, until, continue
+    frame: types.FrameType | None = None        # for next/return/until
+    count: int = 1                              # step N / next N
+    until_index: int = -1
+
+
+class Engine:
+    def __init__(self, frontend: Frontend, force_fallback: bool = False) -> None:
+        self.frontend = frontend
+        self.registry = Registry()
+        self.breakpoints = BreakpointTable()
+        self.mode = Mode()
+        self.detached = False
+        self.hooks = DynamoHooks(self.registry, self._on_code_start, self._suspend,
+                                 self._resume, self._internal_error, force_fallback)
+        self._active: list[types.FrameType] = []       # live traced generated frames
+        self._snapshots: dict[int, list[object]] = {}  # id(frame) -> stack before current instr
+        self._stopped_exception: BaseException | None = None
+        self._tracing = False
+        self._suspended = 0
+
+    # -- life cycle -----------------------------------------------------------
+    def start(self) -> None:
+        # The layout self-check traces a probe function: it cannot run later,
+        # inside a trace callback, where tracing is off.
+        stack_support()
+        self.hooks.install()
+        if not self.hooks.has_callback:
+            self._install_trace()
+
+    def detach(self) -> None:
+        """No more stops: the program runs on as without dyndbg."""
+        self.detached = True
+        self.hooks.uninstall()
+        self._snapshots.clear()
+        self._stopped_exception = None
+        if self._tracing:
+            self._tracing = False
+            sys.settrace(None)
+        for frame in self._active:
+            frame.f_trace = None
+            frame.f_trace_opcodes = False
+        self._active.clear()
+
+    # -- resume modes (set by the front end) -----------------------------------
+    def set_step(self, count: int = 1) -> None:
+        self.mode = Mode("step", count=count)
+
+    def set_next(self, frame: types.FrameType, count: int = 1) -> None:
+        self.mode = Mode("next", frame, count=count)
+
+    def set_return(self, frame: types.FrameType) -> None:
+        self.mode = Mode("return", frame)
+
+    def set_until(self, frame: types.FrameType, index: int) -> None:
+        self.mode = Mode("until", frame, until_index=index)
+
+    def set_continue(self) -> None:
+        self.mode = Mode("continue")
+
+    def quit(self) -> None:
+        self.detach()
+        raise DyndbgQuit()
+
+    # -- queries ----------------------------------------------------------------
+    def entry_for(self, code: types.CodeType) -> GeneratedCode | None:
+        return self.registry.get(code)
+
+    def info_for(self, entry: GeneratedCode) -> CodeInfo:
+        return code_info(entry.extra, entry.code)
+
+    def snapshot_for(self, frame: types.FrameType) -> list[object] | None:
+        """The last stack read in `frame` (before its current instruction)."""
+        return self._snapshots.get(id(frame))
+
+    def evaluate_in(self, frame: types.FrameType, expression: str,
+                    stack: list[object] | None = None) -> object:
+        namespace = dict(frame.f_locals)
+        namespace["__stack__"] = list(stack) if stack is not None else []
+        namespace["__frame__"] = frame
+        return eval(expression, frame.f_globals, namespace)
+
+    # -- tracing control --------------------------------------------------------
+    def _install_trace(self) -> None:
+        if not self._tracing and not self._suspended:
+            self._tracing = True
+            sys.settrace(self._global_trace)
+
+    def _on_code_start(self, code: types.CodeType) -> None:
+        """torch's C callback: generated code is about to run."""
+        if not self.detached:
+            self._install_trace()
+
+    def _suspend(self) -> None:
+        """Dynamo starts compiling: nothing of dyndbg runs under it."""
+        self._suspended += 1
+        if self._tracing and sys.gettrace() == self._global_trace:
+            sys.settrace(None)
+
+    def _resume(self) -> None:
+        self._suspended = max(0, self._suspended - 1)
+        if self._tracing and not self._suspended and not self.detached:
+            sys.settrace(self._global_trace)
+
+    def _maybe_remove_trace(self) -> None:
+        if not self._active and self.hooks.has_callback and self._tracing:
+            self._tracing = False
+            sys.settrace(None)
+
+    def _global_trace(self, frame: types.FrameType, event: str, arg: object):  # type: ignore[no-untyped-def]
+        if event != "call":
+            return None
+        try:
+            if self.detached or not self.registry.is_generated(frame.f_code):
+                return None
+            self._active.append(frame)
+            frame.f_trace_lines = False
+            frame.f_trace_opcodes = True
+            return self._local_trace
+        except DyndbgQuit:
+            raise
+        except BaseException as error:  # noqa: BLE001
+            self._internal_error("trace", error)
+            return None
+
+    def _local_trace(self, frame: types.FrameType, event: str, arg: object):  # type: ignore[no-untyped-def]
+        try:
+            if self.detached:
+                return None
+            if event == "opcode":
+                self._on_opcode(frame)
+            elif event == "exception":
+                self._on_exception(frame, arg)  # type: ignore[arg-type]
+            elif event == "return":
+                self._on_return(frame)
+            return self._local_trace if not self.detached else None
+        except DyndbgQuit:
+            raise
+        except BaseException as error:  # noqa: BLE001
+            self._internal_error("trace", error)
+            return None
+
+    # -- events -------------------------------------------------------------------
+    def _read_stack(self, frame: types.FrameType) -> tuple[list[object] | None, str]:
+        try:
+            return read_value_stack(frame), ""
+        except StackUnavailable as why:
+            return None, str(why)
+
+    def _on_opcode(self, frame: types.FrameType) -> None:
+        entry = self.registry.get(frame.f_code)
+        if entry is None:
+            return
+        info = self.info_for(entry)
+        instr = info.at_offset(frame.f_lasti)
+        if instr is None:
+            return
+        stack, note = self._read_stack(frame)
+        if stack is not None:
+            self._snapshots[id(frame)] = stack
+        hit = self.breakpoints.hit(
+            frame.f_code, info, instr.offset,
+            lambda expr: self.evaluate_in(frame, expr, stack), self.frontend.message)
+        if hit:
+            reason = "breakpoint"
+        elif self._wants_step_stop(frame, instr):
+            reason = "step"
+        else:
+            return
+        self._stop(Stop(frame, entry, info, instr, reason, stack, note, hit))
+
+    def _wants_step_stop(self, frame: types.FrameType, instr: Instr) -> bool:
+        mode = self.mode
+        if mode.kind == "continue":
+            return False
+        if mode.kind == "return":
+            return frame is mode.frame and instr.opname in ("RETURN_VALUE", "RETURN_CONST")
+        if mode.kind == "until":
+            return frame is mode.frame and instr.index >= mode.until_index
+        if mode.kind == "next" and frame is not mode.frame:
+            return False
+        mode.count -= 1
+        return mode.count <= 0
+
+    def _on_exception(self, frame: types.FrameType,
+                      arg: tuple[type, BaseException, types.TracebackType]) -> None:
+        exc = arg[1]
+        if isinstance(exc, _QUIET_EXCEPTIONS) or exc is self._stopped_exception:
+            return
+        entry = self.registry.get(frame.f_code)
+        if entry is None:
+            return
+        info = self.info_for(entry)
+        instr = info.at_offset(frame.f_lasti)
+        if instr is None:
+            return
+        self._stopped_exception = exc
+        stack = self._snapshots.get(id(frame))
+        note = "before the failing instruction" if stack is not None else \
+            "not recorded before the failing instruction"
+        self._stop(Stop(frame, entry, info, instr, "exception", stack, note, exception=exc))
+
+    def _on_return(self, frame: types.FrameType) -> None:
+        self._snapshots.pop(id(frame), None)
+        for i in range(len(self._active) - 1, -1, -1):
+            if self._active[i] is frame:
+                del self._active[i]
+                break
+        mode = self.mode
+        if mode.frame is frame:
+            # The frame we were stepping over left: stop at the next generated
+            # instruction, in the caller if it is generated code.
+            self.mode = Mode("step")
+        if not self._active:
+            self._stopped_exception = None
+            self._maybe_remove_trace()
+
+    def _stop(self, stop: Stop) -> None:
+        self.frontend.interact(stop)
+
+    def _internal_error(self, where: str, error: BaseException) -> None:
+        """An error inside dyndbg: say so once, detach, let the program go on."""
+        try:
+            self.frontend.message(
+                f"*** dyndbg internal error in {where}: {type(error).__name__}: {error}; "
+                "detaching, the program continues without the debugger")
+        finally:
+            self.detach()

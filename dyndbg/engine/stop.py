@@ -1,0 +1,22 @@
+"""What the engine hands the front end when it stops."""
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field
+
+from dyndbg.dynamo.registry import GeneratedCode
+from dyndbg.engine.breakpoints import Breakpoint
+from dyndbg.engine.codeinfo import CodeInfo, Instr
+
+
+@dataclass
+class Stop:
+    frame: types.FrameType
+    entry: GeneratedCode
+    info: CodeInfo
+    instr: Instr
+    reason: str                                   # "step", "breakpoint", "exception", "entry"
+    stack: list[object] | None                    # None when not readable
+    stack_note: str = ""                          # why not readable, or how it was taken
+    breakpoints: list[Breakpoint] = field(default_factory=list)
+    exception: BaseException | None = None

@@ -1,0 +1,1 @@
+"""The user interface: commands, rendering, and the input loop."""

@@ -1,0 +1,431 @@
+"""The commands: instruction-level versions of pdb's. Help comes from the
+docstrings (first line: usage)."""
+from __future__ import annotations
+
+import fnmatch
+import os
+from typing import TYPE_CHECKING
+
+from dyndbg.engine.breakpoints import Breakpoint, InstructionTarget, LineTarget, Target
+from dyndbg.ui import render
+from dyndbg.ui.values import summarize, type_name
+
+if TYPE_CHECKING:
+    from dyndbg.ui.session import Session
+
+
+class CommandError(Exception):
+    """Bad input at the prompt: shown as one line."""
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise CommandError(f"{what} must be a whole number, not {text!r}") from None
+
+
+def _numbers(arg: str, what: str = "breakpoint number") -> list[int]:
+    return [_int(part, what) for part in arg.replace(",", " ").split()]
+
+
+class Commands:
+    ALIASES = {
+        "s": "step", "n": "next", "r": "return", "unt": "until", "c": "continue",
+        "cont": "continue", "b": "break", "cl": "clear", "w": "where", "bt": "where",
+        "u": "up", "d": "down", "l": "list", "ll": "longlist", "dis": "longlist",
+        "h": "help", "q": "quit", "exit": "quit", "?": "help",
+    }
+    GROUPS = [
+        ("running", ["step", "next", "return", "until", "continue", "quit"]),
+        ("breakpoints", ["break", "tbreak", "clear", "disable", "enable", "condition",
+                         "ignore"]),
+        ("looking", ["stack", "locals", "globals", "p", "pp", "display", "undisplay",
+                     "where", "up", "down", "list", "longlist"]),
+        ("other", ["help"]),
+    ]
+
+    # -- running ----------------------------------------------------------------------
+    def do_step(self: "Session", arg: str) -> None:
+        """s(tep) [N]
+        Run the next instruction (N instructions), stopping in any dynamo-generated
+        frame, including one that the current instruction calls."""
+        count = _int(arg, "step count") if arg else 1
+        if count < 1:
+            raise CommandError("step count must be at least 1")
+        self.engine.set_step(count)
+        self.resume()
+
+    def do_next(self: "Session", arg: str) -> None:
+        """n(ext) [N]
+        Run to the next instruction of this frame (N instructions); calls run
+        through. When the frame returns, stop at the next generated instruction."""
+        count = _int(arg, "step count") if arg else 1
+        if count < 1:
+            raise CommandError("step count must be at least 1")
+        self.engine.set_next(self._stopped_frame(), count)
+        self.resume()
+
+    def do_return(self: "Session", arg: str) -> None:
+        """r(eturn)
+        Run until this frame's return instruction; step again to stop in the caller."""
+        self.engine.set_return(self._stopped_frame())
+        self.resume()
+
+    def do_until(self: "Session", arg: str) -> None:
+        """unt(il) [INDEX]
+        Run until an instruction of this frame with an index greater than the
+        current one (past a loop), or at least INDEX; or until the frame returns."""
+        assert self.stop is not None
+        index = self.stop.instr.index + 1
+        if arg:
+            index = _int(arg, "instruction index")
+            if not 0 <= index < len(self.stop.info):
+                raise CommandError(f"instruction index out of range (0..{len(self.stop.info) - 1})")
+        self.engine.set_until(self._stopped_frame(), index)
+        self.resume()
+
+    def do_continue(self: "Session", arg: str) -> None:
+        """c(ont(inue))
+        Run until a breakpoint or an exception in generated code."""
+        self.engine.set_continue()
+        self.resume()
+
+    def do_quit(self: "Session", arg: str) -> None:
+        """q(uit)
+        End the program, as pdb does."""
+        self.write("dyndbg: quitting")
+        self.engine.quit()
+
+    def _stopped_frame(self: "Session"):  # type: ignore[no-untyped-def]
+        assert self.stop is not None
+        if self.frame is not self.stop.frame:
+            self.write("(stepping from the frame where execution stopped, not the selected one)")
+        return self.stop.frame
+
+    # -- breakpoints ------------------------------------------------------------------------
+    def _parse_target(self: "Session", spec: str) -> Target:
+        assert self.stop is not None
+        spec = spec.strip()
+        if not spec:
+            raise CommandError("missing breakpoint location")
+        info, entry = self.stop.info, self.stop.entry
+        selected = self.frame
+        if selected is not self.stop.frame and self.engine.registry.is_generated(selected.f_code):
+            entry = self.engine.entry_for(selected.f_code)  # type: ignore[assignment]
+            info = self.engine.info_for(entry)
+        if spec.startswith("@"):
+            offset = _int(spec[1:], "instruction offset")
+            instr = info.at_offset(offset)
+            if instr is None:
+                raise CommandError(f"no instruction starts at offset {offset} in {entry.label()}")
+            return InstructionTarget(entry.code, offset, instr.index, entry.label())
+        if spec.lstrip("-").isdigit():
+            index = int(spec)
+            if not 0 <= index < len(info):
+                raise CommandError(f"instruction index out of range (0..{len(info) - 1})")
+            instr = info.instructions[index]
+            return InstructionTarget(entry.code, instr.offset, index, entry.label())
+        if ":" in spec:
+            filename, _, line_text = spec.rpartition(":")
+            line = _int(line_text.strip(), "line number")
+            if line < 1:
+                raise CommandError("line number must be at least 1")
+            return LineTarget(filename.strip(), line)
+        raise CommandError(f"bad breakpoint location {spec!r}: expected INDEX, @OFFSET "
+                           "or FILE:LINE")
+
+    def _add_breakpoint(self: "Session", arg: str, temporary: bool) -> None:
+        if not arg.strip():
+            self._list_breakpoints()
+            return
+        spec, _, condition = arg.partition(",")
+        condition = condition.strip() or None
+        if condition is not None:
+            try:
+                compile(condition, "<condition>", "eval")
+            except SyntaxError:
+                raise CommandError(f"invalid condition {condition!r}") from None
+        target = self._parse_target(spec)
+        bp = self.engine.breakpoints.add(target, temporary, condition)
+        kind = "Temporary breakpoint" if temporary else "Breakpoint"
+        self.write(f"{kind} {bp.number} at {target.describe()}{self._resolution(bp)}")
+
+    def _resolution(self: "Session", bp: Breakpoint) -> str:
+        if not isinstance(bp.target, LineTarget):
+            return ""
+        count = 0
+        for entry in self.engine.registry.entries():
+            count += len(bp.target.matches(entry.code, self.engine.info_for(entry)))
+        if count:
+            return f" ({count} instruction{'s' if count != 1 else ''} in generated code so far)"
+        where = bp.target.filename
+        if not any(bp.target.file_matches(e.code.co_filename) for e in self.engine.registry.entries()) \
+                and not os.path.exists(where):
+            return " (pending: no such file seen yet)"
+        return " (pending: no generated code for that line yet)"
+
+    def _list_breakpoints(self: "Session") -> None:
+        if not len(self.engine.breakpoints):
+            self.write("No breakpoints.")
+            return
+        self.write("Num  Type   State     Where")
+        for bp in self.engine.breakpoints:
+            self.write(bp.describe())
+
+    def do_break(self: "Session", arg: str) -> None:
+        """b(reak) [INDEX | @OFFSET | FILE:LINE] [, CONDITION]
+        Stop at an instruction of the current code object (by index or byte
+        offset), or at every generated instruction for a source line, now or in
+        code compiled later. With no argument, list breakpoints."""
+        self._add_breakpoint(arg, temporary=False)
+
+    def do_tbreak(self: "Session", arg: str) -> None:
+        """tbreak [INDEX | @OFFSET | FILE:LINE] [, CONDITION]
+        A breakpoint deleted after its first stop."""
+        self._add_breakpoint(arg, temporary=True)
+
+    def _breakpoints_named(self: "Session", arg: str) -> list[Breakpoint]:
+        found = []
+        for number in _numbers(arg):
+            bp = self.engine.breakpoints.get(number)
+            if bp is None:
+                raise CommandError(f"no breakpoint number {number}")
+            found.append(bp)
+        return found
+
+    def do_clear(self: "Session", arg: str) -> None:
+        """cl(ear) [N ... | FILE:LINE]
+        Delete the numbered breakpoints, those at FILE:LINE, or all of them."""
+        table = self.engine.breakpoints
+        if not arg.strip():
+            numbers = [bp.number for bp in table]
+        elif ":" in arg:
+            target = self._parse_target(arg)
+            numbers = [bp.number for bp in table if isinstance(bp.target, LineTarget)
+                       and bp.target.describe() == target.describe()]
+            if not numbers:
+                raise CommandError(f"no breakpoint at {arg.strip()}")
+        else:
+            numbers = [bp.number for bp in self._breakpoints_named(arg)]
+        for number in numbers:
+            table.delete(number)
+            self.write(f"Deleted breakpoint {number}")
+        if not numbers:
+            self.write("No breakpoints.")
+
+    def _set_enabled(self: "Session", arg: str, enabled: bool) -> None:
+        if not arg.strip():
+            raise CommandError("usage: enable|disable N [N ...]")
+        for bp in self._breakpoints_named(arg):
+            bp.enabled = enabled
+            self.write(f"{'Enabled' if enabled else 'Disabled'} breakpoint {bp.number}")
+        self.engine.breakpoints.changed()
+
+    def do_disable(self: "Session", arg: str) -> None:
+        """disable N [N ...]
+        Disable breakpoints (kept, but they do not stop)."""
+        self._set_enabled(arg, False)
+
+    def do_enable(self: "Session", arg: str) -> None:
+        """enable N [N ...]
+        Enable breakpoints."""
+        self._set_enabled(arg, True)
+
+    def do_condition(self: "Session", arg: str) -> None:
+        """condition N [CONDITION]
+        Stop at breakpoint N only when CONDITION is true; without one, always."""
+        number, _, condition = arg.strip().partition(" ")
+        if not number:
+            raise CommandError("usage: condition N [CONDITION]")
+        bp = self._breakpoints_named(number)[0]
+        condition = condition.strip()
+        if condition:
+            try:
+                compile(condition, "<condition>", "eval")
+            except SyntaxError:
+                raise CommandError(f"invalid condition {condition!r}") from None
+            bp.condition = condition
+            self.write(f"New condition set for breakpoint {bp.number}.")
+        else:
+            bp.condition = None
+            self.write(f"Breakpoint {bp.number} is now unconditional.")
+
+    def do_ignore(self: "Session", arg: str) -> None:
+        """ignore N COUNT
+        Pass breakpoint N the next COUNT times it is reached."""
+        parts = arg.split()
+        if len(parts) != 2:
+            raise CommandError("usage: ignore N COUNT")
+        bp = self._breakpoints_named(parts[0])[0]
+        bp.ignore = max(0, _int(parts[1], "count"))
+        self.write(f"Will ignore next {bp.ignore} crossings of breakpoint {bp.number}.")
+
+    # -- looking -------------------------------------------------------------------------------
+    def do_stack(self: "Session", arg: str) -> None:
+        """stack
+        The value stack of the selected frame, bottom to top: index, type, value.
+        In expressions it is __stack__ (top last)."""
+        stack, note = self.frame_stack()
+        for line in render.stack_lines(stack, note):
+            self.write(line)
+
+    def do_locals(self: "Session", arg: str) -> None:
+        """locals
+        The local variables of the selected frame."""
+        names = self.frame_locals()
+        if not names:
+            self.write("no locals")
+        for name, value in list(names.items()):
+            self.write(f"  {name:<20} {type_name(value):<14} {summarize(value)}")
+
+    def do_globals(self: "Session", arg: str) -> None:
+        """globals [PATTERN]
+        Module globals of the selected frame matching a glob (e.g. __compiled_fn_*)."""
+        pattern = arg.strip() or "*"
+        shown = 0
+        for name, value in sorted(self.frame.f_globals.items()):
+            if name == "__builtins__" or not fnmatch.fnmatchcase(name, pattern):
+                continue
+            self.write(f"  {name:<30} {type_name(value):<14} {summarize(value, 60)}")
+            shown += 1
+        if not shown:
+            self.write(f"no globals match {pattern!r}")
+
+    def do_p(self: "Session", arg: str) -> None:
+        """p EXPRESSION
+        Print the value of an expression evaluated in the selected frame."""
+        self.print_value(arg, pretty=False)
+
+    def do_pp(self: "Session", arg: str) -> None:
+        """pp EXPRESSION
+        Pretty-print the value of an expression."""
+        self.print_value(arg, pretty=True)
+
+    def do_display(self: "Session", arg: str) -> None:
+        """display [EXPRESSION]
+        Show EXPRESSION at every stop; with no argument, list the displays."""
+        expression = arg.strip()
+        if not expression:
+            if not self.displays:
+                self.write("No displays.")
+            for number, text in self.displays.items():
+                self.write(f"{number}: {text}")
+            return
+        try:
+            compile(expression, "<display>", "eval")
+        except SyntaxError:
+            raise CommandError(f"invalid expression {expression!r}") from None
+        number = self._next_display
+        self._next_display += 1
+        self.displays[number] = expression
+        self.write(f"{number}: {expression} = {self._display_value(expression)}")
+
+    def do_undisplay(self: "Session", arg: str) -> None:
+        """undisplay [N ...]
+        Remove the numbered displays, or all of them."""
+        if not arg.strip():
+            self.displays.clear()
+            self.write("Deleted all displays.")
+            return
+        for number in _numbers(arg, "display number"):
+            if self.displays.pop(number, None) is None:
+                raise CommandError(f"no display number {number}")
+            self.write(f"Deleted display {number}")
+
+    def do_where(self: "Session", arg: str) -> None:
+        """w(here) | bt
+        The frames from the script down to the current one: generated frames with
+        their compile id and instruction, and the Python frames between them."""
+        for i, frame in enumerate(self.frames):
+            entry = self.engine.entry_for(frame.f_code)
+            label = entry.label() if entry is not None else None
+            marker = ">" if i == self.selected else " "
+            self.write(f"{marker} {i:>2} {render.frame_line(frame, label)}")
+
+    def _move(self: "Session", arg: str, direction: int) -> None:
+        count = _int(arg, "frame count") if arg else 1
+        target = self.selected + direction * count
+        if not 0 <= target < len(self.frames):
+            raise CommandError("no frame further " + ("up" if direction < 0 else "down"))
+        self.selected = target
+        self._list_next = None
+        frame = self.frame
+        entry = self.engine.entry_for(frame.f_code)
+        self.write(render.frame_line(frame, entry.label() if entry else None))
+
+    def do_up(self: "Session", arg: str) -> None:
+        """u(p) [N]
+        Select the frame N levels up (towards the script)."""
+        self._move(arg, -1)
+
+    def do_down(self: "Session", arg: str) -> None:
+        """d(own) [N]
+        Select the frame N levels down (towards the current instruction)."""
+        self._move(arg, +1)
+
+    def _listing_target(self: "Session"):  # type: ignore[no-untyped-def]
+        frame = self.frame
+        entry = self.engine.entry_for(frame.f_code)
+        if entry is None:
+            raise CommandError("the selected frame is not dynamo-generated code; "
+                               f"it is {frame.f_code.co_filename}:{frame.f_lineno}")
+        info = self.engine.info_for(entry)
+        current = info.index_of(frame.f_lasti)
+        return entry, info, current
+
+    def do_list(self: "Session", arg: str) -> None:
+        """l(ist) [INDEX | FIRST, LAST]
+        Instructions around the current one (or INDEX); again to continue."""
+        entry, info, current = self._listing_target()
+        if arg.strip():
+            parts = [p for p in arg.replace(",", " ").split()]
+            if len(parts) == 1:
+                center = _int(parts[0], "instruction index")
+                first, last = center - 5, center + 5
+            elif len(parts) == 2:
+                first, last = _int(parts[0], "instruction index"), _int(parts[1], "instruction index")
+            else:
+                raise CommandError("usage: list [INDEX | FIRST, LAST]")
+        elif self._list_next is not None:
+            first, last = self._list_next, self._list_next + 10
+        else:
+            center = current or 0
+            first, last = center - 5, center + 5
+        first = max(0, first)
+        if first >= len(info):
+            raise CommandError(f"end of code object ({len(info)} instructions)")
+        self._print_listing(entry, info, first, min(last, len(info) - 1), current)
+        self._list_next = last + 1
+
+    def do_longlist(self: "Session", arg: str) -> None:
+        """ll | longlist | dis
+        The whole code object of the selected frame."""
+        entry, info, current = self._listing_target()
+        self._print_listing(entry, info, 0, len(info) - 1, current)
+
+    def _print_listing(self: "Session", entry, info, first, last, current) -> None:  # type: ignore[no-untyped-def]
+        offsets = self.engine.breakpoints.at_code(entry.code, info)
+        for line in render.disassembly(info, first, last, current, offsets):
+            self.write(line)
+
+    # -- help -------------------------------------------------------------------------------------
+    def do_help(self: "Session", arg: str) -> None:
+        """h(elp) [COMMAND]
+        List the commands, or show one command's help."""
+        name = arg.strip()
+        if name:
+            command = self.command(name)
+            if command is None or not command.__doc__:
+                raise CommandError(f"no help for {name!r}")
+            for line in command.__doc__.splitlines():
+                self.write(line.strip() and "  " * (line != command.__doc__.splitlines()[0])
+                           + line.strip())
+            return
+        self.write("Commands (type 'help COMMAND' for one):")
+        for group, names in self.GROUPS:
+            usages = [getattr(self, f"do_{n}").__doc__.splitlines()[0] for n in names]
+            self.write(f"  {group:<12} " + ", ".join(u.split(" ")[0] for u in usages))
+        self.write("Anything else is Python, run in the selected frame "
+                   "(__stack__ is the value stack); '!' forces Python.")
+        self.write("An empty line repeats the last command; ';;' separates commands.")

@@ -1,0 +1,94 @@
+"""Text for stops, instructions, stacks and frames (no I/O here)."""
+from __future__ import annotations
+
+import os
+import types
+
+from dyndbg.cpython import call_target
+from dyndbg.engine.codeinfo import CodeInfo, Instr
+from dyndbg.engine.stop import Stop
+from dyndbg.ui.values import summarize, type_name
+
+
+def short_path(filename: str) -> str:
+    return os.path.basename(filename)
+
+
+def instruction_text(instr: Instr) -> str:
+    argument = instr.argrepr or ("" if instr.arg is None else str(instr.arg))
+    return f"{instr.opname:<20} {argument}".rstrip()
+
+
+def location(stop: Stop) -> str:
+    """`> f [0/0]  instr 14 @30  LOAD_FAST x   graph_break.py:9  a = x.sin() + y`"""
+    instr = stop.instr
+    source = stop.info.source_line(instr.line)
+    where = f"{short_path(stop.frame.f_code.co_filename)}:{instr.line}" if instr.line else ""
+    return (f"> {stop.entry.label()}  instr {instr.index}/{len(stop.info)} @{instr.offset}  "
+            f"{instruction_text(instr):<34} {where}  {source}").rstrip()
+
+
+def effect(stop: Stop) -> str | None:
+    """What the current instruction is about to do, where the stack tells."""
+    instr, stack = stop.instr, stop.stack
+    if stack is None:
+        return None
+    op = instr.opname
+    target = call_target(stack, instr.arg) if op == "CALL" and instr.arg is not None else None
+    if target is not None:
+        function, n = target
+        name = getattr(function, "__qualname__", None) or getattr(function, "__name__", None) \
+            or type(function).__name__
+        return f"calls {name} with {n} argument{'s' if n != 1 else ''}"
+    if op == "RETURN_VALUE" and stack:
+        return f"returns {summarize(stack[-1], 60)}"
+    if op.startswith("STORE_") and stack and instr.argrepr:
+        return f"stores {summarize(stack[-1], 60)} into {instr.argrepr}"
+    return None
+
+
+def disassembly_line(info: CodeInfo, instr: Instr, current: int | None,
+                     breakpoint_offsets: dict[int, list]) -> str:
+    marker = "->" if instr.index == current else "  "
+    bps = breakpoint_offsets.get(instr.offset, [])
+    bp = ""
+    if bps:
+        bp = ("B" if any(b.enabled for b in bps) else "b") + str(bps[0].number)
+    target = ">>" if instr.is_jump_target else "  "
+    return f"{marker} {instr.index:>4} @{instr.offset:<5} {bp:<4}{target} {instruction_text(instr)}"
+
+
+def disassembly(info: CodeInfo, first: int, last: int, current: int | None,
+                breakpoint_offsets: dict[int, list]) -> list[str]:
+    """Instructions first..last, with a source header where the line changes."""
+    lines: list[str] = []
+    previous_line: int | None = -1
+    for instr in info.instructions[max(0, first):last + 1]:
+        if instr.line != previous_line:
+            previous_line = instr.line
+            if instr.line is not None:
+                lines.append(f"   {short_path(info.code.co_filename)}:{instr.line}  "
+                             f"{info.source_line(instr.line)}")
+        lines.append(disassembly_line(info, instr, current, breakpoint_offsets))
+    return lines
+
+
+def stack_lines(stack: list[object] | None, note: str) -> list[str]:
+    if stack is None:
+        return [f"value stack: {note}"]
+    header = f"value stack, depth {len(stack)}, bottom to top"
+    if note:
+        header += f" ({note})"
+    lines = [header + (":" if stack else ": empty")]
+    for i, value in enumerate(stack):
+        lines.append(f"  {i:>3}  {type_name(value):<14} {summarize(value)}")
+    return lines
+
+
+def frame_line(frame: types.FrameType, label: str | None) -> str:
+    """One line of `where`: generated frames show their label and instruction."""
+    code = frame.f_code
+    text = f"{code.co_filename}:{frame.f_lineno} {code.co_name}"
+    if label is not None:
+        text = f"{label}  instr @{frame.f_lasti}  {text}"
+    return text

@@ -1,0 +1,249 @@
+"""The command loop at a stop: reading lines, telling commands from Python,
+`;;` chaining, repeating the last command on an empty line.
+"""
+from __future__ import annotations
+
+import ast
+import collections
+import pprint
+import sys
+import types
+from typing import TYPE_CHECKING, Callable, TextIO
+
+from dyndbg.engine.stop import Stop
+from dyndbg.ownframes import is_own_frame
+from dyndbg.ui import render
+from dyndbg.ui.commands import CommandError, Commands
+from dyndbg.ui.values import safe_repr
+
+if TYPE_CHECKING:
+    from dyndbg.engine.debugger import Engine
+    from dyndbg.ui.reader import ScriptedReader, TerminalReader
+
+
+class Session(Commands):
+    prompt = "(dyndbg) "
+
+    def __init__(self, out: TextIO, reader: "ScriptedReader | TerminalReader",
+                 commands: list[str] | None = None) -> None:
+        self.out = out
+        self.reader = reader
+        self.pending: list[str] = list(commands or [])
+        self.engine: "Engine"  # set by the caller once the engine exists
+        self.last_command = ""
+        self.displays: dict[int, str] = {}
+        self._next_display = 1
+        self._greeted = False
+        self._resumed = False
+        self.stop: Stop | None = None
+        self.frames: list[types.FrameType] = []
+        self.selected = 0
+        self._locals: dict[int, dict] = {}
+        self._list_next: int | None = None
+
+    # -- output ---------------------------------------------------------------------
+    def write(self, text: str = "") -> None:
+        try:
+            self.out.write(text + "\n")
+            self.out.flush()
+        except (OSError, ValueError):
+            pass  # the output went away; the program must not notice
+
+    def message(self, text: str) -> None:
+        self.write(text)
+
+    def error(self, text: str) -> None:
+        self.write(f"*** {text}")
+
+    # -- a stop -----------------------------------------------------------------------
+    def interact(self, stop: Stop) -> None:
+        self.stop = stop
+        self.frames = self._frame_list(stop.frame)
+        self.selected = len(self.frames) - 1
+        self._locals = {}
+        self._list_next = None
+        self._resumed = False
+        if not self._greeted:
+            self._greeted = True
+            self.write("dyndbg: stopped in dynamo-generated code. 'help' lists commands, "
+                       "'c' continues.")
+        self.print_stop(stop)
+        while not self._resumed:
+            if self.pending:
+                line = self.pending.pop(0)
+                self.write(self.prompt + line)
+            else:
+                read = self.reader.read(self.prompt)
+                if read is None:  # end of scripted input: run to completion
+                    self.write("dyndbg: end of input, detaching; the program runs to completion")
+                    self.engine.detach()
+                    return
+                line = read
+            self.onecmd(line)
+
+    def print_stop(self, stop: Stop) -> None:
+        for bp in stop.breakpoints:
+            self.write(f"Breakpoint {bp.number} at {bp.target.describe()}, hit {bp.hits}")
+        if stop.exception is not None:
+            exc = stop.exception
+            self.write(f"!! {type(exc).__name__}: {safe_repr(exc) if not str(exc) else exc}")
+            self.write(f"!! raised at instr {stop.instr.index} @{stop.instr.offset} "
+                       f"{stop.instr.opname} in {stop.entry.label()}; 'c' lets it propagate")
+        self.write(render.location(stop))
+        what = render.effect(stop)
+        if what:
+            self.write(f"  next: {what}")
+        self.show_displays()
+
+    def show_displays(self) -> None:
+        for number, expression in self.displays.items():
+            self.write(f"{number}: {expression} = {self._display_value(expression)}")
+
+    def _display_value(self, expression: str) -> str:
+        try:
+            return safe_repr(self.evaluate(expression))
+        except Exception as error:  # noqa: BLE001
+            return f"<{type(error).__name__}: {error}>"
+
+    # -- frames -------------------------------------------------------------------------
+    @staticmethod
+    def _frame_list(frame: types.FrameType) -> list[types.FrameType]:
+        """Frames from the script's top to `frame`, without dyndbg's own."""
+        frames = []
+        current: types.FrameType | None = frame
+        while current is not None:
+            if is_own_frame(current):
+                break
+            frames.append(current)
+            current = current.f_back
+        return frames[::-1]
+
+    @property
+    def frame(self) -> types.FrameType:
+        return self.frames[self.selected]
+
+    def frame_locals(self, frame: types.FrameType | None = None) -> dict:
+        """f_locals read once per stop: reading it again would undo assignments."""
+        frame = frame or self.frame
+        cached = self._locals.get(id(frame))
+        if cached is None:
+            cached = self._locals[id(frame)] = frame.f_locals
+        return cached
+
+    def frame_stack(self) -> tuple[list[object] | None, str]:
+        """The value stack of the selected frame, or None and why not."""
+        assert self.stop is not None
+        frame = self.frame
+        if frame is self.stop.frame:
+            return self.stop.stack, self.stop.stack_note
+        if self.engine.registry.is_generated(frame.f_code):
+            snapshot = self.engine.snapshot_for(frame)
+            if snapshot is not None:
+                return snapshot, "as before its current instruction; the frame is suspended in a call"
+            return None, "not recorded for this frame"
+        return None, "not a dynamo-generated frame; its stack is not tracked"
+
+    # -- evaluation -----------------------------------------------------------------------
+    def namespace(self) -> collections.ChainMap:
+        """The selected frame's locals (writes go there) plus __stack__ and __frame__."""
+        stack, _ = self.frame_stack()
+        extras = {"__stack__": list(stack) if stack is not None else [], "__frame__": self.frame}
+        return collections.ChainMap(self.frame_locals(), extras)
+
+    def evaluate(self, expression: str) -> object:
+        return eval(expression, self.frame.f_globals, self.namespace())
+
+    def run_python(self, source: str) -> None:
+        try:
+            code = compile(source + "\n", "<dyndbg>", "single")
+        except SyntaxError:
+            self.error(f"unknown command or invalid Python: {source!r} (try 'help')")
+            return
+        saved = sys.stdout, sys.displayhook
+        try:
+            sys.stdout = self.out
+            sys.displayhook = self._displayhook
+            exec(code, self.frame.f_globals, self.namespace())
+        except Exception as error:  # noqa: BLE001 - user code
+            self.error(f"{type(error).__name__}: {error}")
+        finally:
+            sys.stdout, sys.displayhook = saved
+
+    def _displayhook(self, value: object) -> None:
+        # Like pdb's: print the value without touching builtins._
+        if value is not None:
+            self.write(safe_repr(value))
+
+    def print_value(self, expression: str, pretty: bool) -> None:
+        if not expression.strip():
+            self.error("usage: p EXPRESSION")
+            return
+        try:
+            value = self.evaluate(expression)
+        except Exception as error:  # noqa: BLE001
+            self.error(f"{type(error).__name__}: {error}")
+            return
+        if pretty:
+            try:
+                self.write(pprint.pformat(value))
+            except Exception as error:  # noqa: BLE001
+                self.error(f"pformat failed: {type(error).__name__}: {error}")
+        else:
+            self.write(safe_repr(value))
+
+    # -- parsing ---------------------------------------------------------------------------
+    def onecmd(self, line: str) -> None:
+        if not line.strip():
+            line = self.last_command
+            if not line:
+                return
+        else:
+            self.last_command = line
+        if ";;" in line and not line.lstrip().startswith("!"):
+            line, rest = line.split(";;", 1)
+            self.pending.insert(0, rest.strip())
+            line = line.strip()
+        try:
+            self._dispatch(line.strip())
+        except CommandError as error:
+            self.error(str(error))
+        except Exception as error:  # noqa: BLE001 - never a traceback of ours
+            self.error(f"{type(error).__name__}: {error}")
+
+    def _dispatch(self, line: str) -> None:
+        if line.startswith("!"):
+            self.run_python(line[1:])
+            return
+        word = _leading_word(line)
+        command = self.command(word)
+        if command is None or (line != word and self._is_python(line, word)):
+            self.run_python(line)
+            return
+        command(line[len(word):].strip())
+
+    def _is_python(self, line: str, word: str) -> bool:
+        """`c = 3` and `n + 1` (n a variable) are Python; `c`, `b 12`, `p x` are commands."""
+        if line == word:
+            return False
+        try:
+            tree = ast.parse(line)
+        except SyntaxError:
+            return False
+        if len(tree.body) == 1 and isinstance(tree.body[0], (ast.Assign, ast.AugAssign,
+                                                             ast.AnnAssign)):
+            return True
+        return word in self.frame_locals() or word in self.frame.f_globals
+
+    def command(self, word: str) -> Callable[[str], None] | None:
+        name = self.ALIASES.get(word, word)
+        return getattr(self, f"do_{name}", None) if name else None
+
+    def resume(self) -> None:
+        self._resumed = True
+
+
+def _leading_word(line: str) -> str:
+    end = 0
+    while end < len(line) and (line[end].isalnum() or line[end] == "_"):
+        end += 1
+    return line[:end]

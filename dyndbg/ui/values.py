@@ -1,0 +1,79 @@
+"""Short, safe summaries of runtime values for stops, stacks and locals.
+
+A summary never reprs a whole large tensor and never lets a user object's
+failing __repr__ escape.
+"""
+from __future__ import annotations
+
+import sys
+
+from dyndbg.cpython import NULL
+
+_DTYPE_SHORT = {
+    "float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",
+    "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8",
+    "bool": "b8", "complex64": "c64", "complex128": "c128",
+}
+DEFAULT_WIDTH = 80
+
+
+def safe_repr(value: object) -> str:
+    try:
+        return repr(value)
+    except Exception as error:  # noqa: BLE001 - user objects
+        return f"<repr failed: {type(error).__name__}: {error}>"
+
+
+def cut(text: str, width: int = DEFAULT_WIDTH) -> str:
+    """One line of at most ~width characters; a cut shows … and the full length."""
+    text = text.replace("\n", " ")
+    if len(text) <= width:
+        return text
+    return f"{text[:width - 1]}… ({len(text)} chars)"
+
+
+def _tensor_type():  # type: ignore[no-untyped-def]
+    torch = sys.modules.get("torch")
+    return None if torch is None else torch.Tensor
+
+
+def type_name(value: object) -> str:
+    if value is NULL:
+        return ""
+    tensor = _tensor_type()
+    if tensor is not None and isinstance(value, tensor):
+        return type(value).__name__
+    return type(value).__name__
+
+
+def tensor_summary(t) -> str:  # type: ignore[no-untyped-def]
+    """`f32[3, 4] cpu grad [0., 1., 2., …]` without formatting the whole tensor."""
+    try:
+        dtype = _DTYPE_SHORT.get(str(t.dtype).replace("torch.", ""), str(t.dtype))
+        text = f"{dtype}{list(t.shape)} {t.device.type}"
+        if t.requires_grad:
+            text += " grad"
+        torch = sys.modules["torch"]
+        if type(t) in (torch.Tensor, torch.nn.Parameter) and t.device.type != "meta":
+            flat = t.detach().reshape(-1)
+            shown = flat[:4].tolist()
+            items = ", ".join(_number(v) for v in shown)
+            text += f" [{items}{', …' if flat.numel() > 4 else ''}]"
+        return text
+    except Exception as error:  # noqa: BLE001
+        return f"<tensor summary failed: {type(error).__name__}>"
+
+
+def _number(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def summarize(value: object, width: int = DEFAULT_WIDTH) -> str:
+    if value is NULL:
+        return "<NULL>"
+    tensor = _tensor_type()
+    if tensor is not None and isinstance(value, tensor):
+        return cut(tensor_summary(value), width)
+    return cut(safe_repr(value), width)
