@@ -47,9 +47,28 @@ class DynamoHooks:
         self._previous_callback = None
 
     # -- installation -----------------------------------------------------
+    def shield(self, *functions: Callable[..., object]) -> None:
+        """Keep dynamo away from these entry points and everything they call.
+
+        Dynamo's frame hook stays active inside generated frames, so without
+        this it would try to compile dyndbg's trace functions and any user
+        expression evaluated at a stop, shifting the program's compile ids.
+        """
+        try:
+            from torch._C._dynamo.eval_frame import _FrameAction, _FrameExecStrategy
+            from torch._C._dynamo.eval_frame import set_code_exec_strategy
+        except ImportError:
+            return
+        skip_all = _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP)
+        for function in functions:
+            code = getattr(function, "__code__", None) or function.__func__.__code__  # type: ignore[attr-defined]
+            set_code_exec_strategy(code, skip_all)
+
     def install(self) -> None:
         import torch._dynamo  # noqa: F401  (imports convert_frame and the callback handler)
         from torch._dynamo import convert_frame
+        self.shield(self._bytecode_hook, self._code_callback, self._compile_start,
+                    self._compile_end)
         self._handle = convert_frame.register_bytecode_hook(self._bytecode_hook)
         handler = torch._dynamo.callback_handler
         handler.register_start_callback(self._compile_start)

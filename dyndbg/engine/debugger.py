@@ -68,6 +68,7 @@ class Engine:
         # inside a trace callback, where tracing is off.
         stack_support()
         self.hooks.install()
+        self.hooks.shield(self._global_trace, self._local_trace)
         if not self.hooks.has_callback:
             self._install_trace()
 

@@ -145,9 +145,14 @@ class Session(Commands):
 
     # -- evaluation -----------------------------------------------------------------------
     def namespace(self) -> collections.ChainMap:
-        """The selected frame's locals (writes go there) plus __stack__ and __frame__."""
+        """The selected frame's locals (writes go there), then __stack__,
+        __frame__ and __exception__."""
         stack, _ = self.frame_stack()
-        extras = {"__stack__": list(stack) if stack is not None else [], "__frame__": self.frame}
+        assert self.stop is not None
+        exc = self.stop.exception
+        extras = {"__stack__": list(stack) if stack is not None else [], "__frame__": self.frame,
+                  # as pdb: (type, value) while stopped at an exception
+                  "__exception__": None if exc is None else (type(exc), exc)}
         return collections.ChainMap(self.frame_locals(), extras)
 
     def evaluate(self, expression: str) -> object:

@@ -1,0 +1,68 @@
+"""Helpers that drive the real CLI in a subprocess."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+TIMEOUT = 240
+
+
+@dataclass
+class Run:
+    stdout: str        # the program's own output
+    stderr: str
+    returncode: int
+    transcript: str    # dyndbg's output (--out), empty for plain runs
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONBREAKPOINT", None)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["NO_COLOR"] = "1"
+    return env
+
+
+def run_plain(script: Path | str, *args: str, cwd: Path = ROOT) -> Run:
+    proc = subprocess.run([sys.executable, str(script), *args], capture_output=True,
+                          text=True, cwd=cwd, env=_env(), timeout=TIMEOUT)
+    return Run(proc.stdout, proc.stderr, proc.returncode, "")
+
+
+def run_dyndbg(target: list[str] | Path | str, commands: str | list[str] = "",
+               tmp_path: Path | None = None, options: list[str] | None = None,
+               cwd: Path = ROOT, stdin_bytes: bytes | None = None) -> Run:
+    """`python -m dyndbg [options] --out FILE target...` with commands on stdin."""
+    if isinstance(commands, list):
+        commands = "".join(c + "\n" for c in commands)
+    argv = [sys.executable, "-m", "dyndbg", *(options or [])]
+    transcript_file = None
+    if tmp_path is not None:
+        transcript_file = tmp_path / f"transcript-{os.getpid()}-{len(list(tmp_path.iterdir()))}.txt"
+        argv += ["--out", str(transcript_file)]
+    argv += [str(t) for t in target] if isinstance(target, list) else [str(target)]
+    data = stdin_bytes if stdin_bytes is not None else commands.encode()
+    proc = subprocess.run(argv, input=data, capture_output=True, cwd=cwd, env=_env(),
+                          timeout=TIMEOUT)
+    transcript = transcript_file.read_text() if transcript_file and transcript_file.exists() else ""
+    return Run(proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"),
+               proc.returncode, transcript)
+
+
+@pytest.fixture(scope="session")
+def plain_runs() -> dict[str, Run]:
+    """Plain runs of the samples, computed once per session on demand."""
+    return {}
+
+
+def plain(plain_runs: dict[str, Run], name: str) -> Run:
+    if name not in plain_runs:
+        plain_runs[name] = run_plain(SAMPLES / name)
+    return plain_runs[name]
