@@ -67,6 +67,9 @@ class Session(Commands):
             self._greeted = True
             self.write("dyndbg: stopped in dynamo-generated code. 'help' lists commands, "
                        "'c' continues.")
+            if not self.engine.hooks.has_callback:
+                self.write("dyndbg: no bytecode debugger callback in this torch (or "
+                           "DYNDBG_NO_CALLBACK=1): tracing globally, slower")
         self.print_stop(stop)
         while not self._resumed:
             if self.pending:

@@ -1,0 +1,49 @@
+"""What is traced, and that debugging does not change the program.
+
+- dynamo's compiler never runs under a trace function, plain frames called
+  from generated code are not traced, nothing is traced between compiled calls;
+- stepping and evaluating expressions at stops leave dynamo's own counters
+  (frames converted, graphs) and the program's output as in a plain run;
+- the fallback path (no C callback) stops at the same places.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from conftest import ROOT, SAMPLES, run_dyndbg, run_plain
+
+PROGRAM = ROOT / "tests" / "programs" / "trace_scope.py"
+STEPS = ["s", "s", "stack", "p x.sin()", "n", "n", "n", "display [v for v in __stack__]",
+         "locals"] + ["s"] * 400
+
+
+def test_stepping_changes_nothing(tmp_path: Path) -> None:
+    plain = run_plain(PROGRAM)
+    assert "traced during compile: False" in plain.stdout
+    run = run_dyndbg(PROGRAM, STEPS, tmp_path)
+    assert run.returncode == 0
+    assert run.stdout == plain.stdout          # includes dynamo's frame and graph counters
+    assert "helper frame traced: False" in run.stdout
+    assert "trace between calls: False" in run.stdout
+    assert run.transcript.count("\n> ") > 100  # really stepped, in several generated frames
+    assert "inner [2/0]" in run.transcript and "torch_dynamo_resume_in_inner" in run.transcript
+
+
+def _stop_lines(transcript: str) -> list[str]:
+    # Graph names carry a random uuid: compare without it.
+    return [re.sub(r"__compiled_fn_\w+", "__compiled_fn", line)
+            for line in transcript.splitlines() if line.startswith("> ")]
+
+
+def test_fallback_path_stops_at_the_same_places(tmp_path: Path, monkeypatch) -> None:
+    commands = ["b 30", "c", "stack"] + ["s"] * 150 + ["c"]
+    with_callback = run_dyndbg(SAMPLES / "graph_break.py", commands, tmp_path)
+    monkeypatch.setenv("DYNDBG_NO_CALLBACK", "1")
+    fallback = run_dyndbg(SAMPLES / "graph_break.py", commands, tmp_path)
+    assert with_callback.stdout == fallback.stdout == run_plain(SAMPLES / "graph_break.py").stdout
+    assert "tracing globally" in fallback.transcript
+    assert "tracing globally" not in with_callback.transcript
+    stops = _stop_lines(with_callback.transcript)
+    assert len(stops) > 150
+    assert stops == _stop_lines(fallback.transcript)
