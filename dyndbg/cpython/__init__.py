@@ -12,5 +12,6 @@ from dyndbg.cpython.valuestack import NULL, StackUnavailable, read_value_stack, 
 __all__ = ["NULL", "StackUnavailable", "read_value_stack", "stack_support"]
 
 from dyndbg.cpython.calls import call_target  # noqa: E402
+from dyndbg.cpython.events import SILENT_OPNAMES  # noqa: E402
 
-__all__.append("call_target")
+__all__ += ["call_target", "SILENT_OPNAMES"]

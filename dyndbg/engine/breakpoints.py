@@ -2,8 +2,8 @@
 temporary, enabled, hits).
 
 A target either names one instruction of one code object (`b 12`, `b @34`) or
-a source line (`b file.py:9`), which matches every dynamo instruction attributed
-to that line in any generated code, including code compiled later.
+a source line (`b file.py:9`), which matches where any generated code enters
+that line (including code compiled later), as a pdb line breakpoint does.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ class LineTarget:
     def matches(self, code: types.CodeType, info: CodeInfo) -> set[int]:
         if not self.file_matches(code.co_filename):
             return set()
-        return {i.offset for i in info.instructions if i.line == self.line}
+        return set(info.line_entries(self.line))
 
     def describe(self) -> str:
         return f"{self.filename}:{self.line}"

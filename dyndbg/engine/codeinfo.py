@@ -6,6 +6,8 @@ import linecache
 import types
 from dataclasses import dataclass
 
+from dyndbg.cpython import SILENT_OPNAMES
+
 
 @dataclass(frozen=True)
 class Instr:
@@ -50,8 +52,18 @@ class CodeInfo:
         index = self._index_by_offset.get(offset)
         return None if index is None else self.instructions[index]
 
-    def indices_for_line(self, line: int) -> list[int]:
-        return [i.index for i in self.instructions if i.line == line]
+    def line_entries(self, line: int) -> list[int]:
+        """Offsets where execution enters `line`: the first instruction of each
+        run attributed to it, and any jump target inside such a run."""
+        entries = []
+        previous: int | None = None
+        for instr in self.instructions:
+            if instr.opname in SILENT_OPNAMES:
+                continue  # never stops: the line is entered at the next instruction
+            if instr.line == line and (previous != line or instr.is_jump_target):
+                entries.append(instr.offset)
+            previous = instr.line
+        return entries
 
     def source_line(self, line: int | None) -> str:
         if line is None:

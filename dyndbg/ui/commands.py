@@ -6,6 +6,7 @@ import fnmatch
 import os
 from typing import TYPE_CHECKING
 
+from dyndbg.cpython import SILENT_OPNAMES
 from dyndbg.engine.breakpoints import Breakpoint, InstructionTarget, LineTarget, Target
 from dyndbg.ui import render
 from dyndbg.ui.values import summarize, type_name
@@ -119,12 +120,17 @@ class Commands:
             instr = info.at_offset(offset)
             if instr is None:
                 raise CommandError(f"no instruction starts at offset {offset} in {entry.label()}")
+            if instr.opname in SILENT_OPNAMES:
+                raise CommandError(f"@{offset} ({instr.opname}) runs before tracing starts")
             return InstructionTarget(entry.code, offset, instr.index, entry.label())
         if spec.lstrip("-").isdigit():
             index = int(spec)
             if not 0 <= index < len(info):
                 raise CommandError(f"instruction index out of range (0..{len(info) - 1})")
             instr = info.instructions[index]
+            if instr.opname in SILENT_OPNAMES:
+                raise CommandError(f"instruction {index} ({instr.opname}) runs before tracing "
+                                   f"starts; use {index + 1}")
             return InstructionTarget(entry.code, instr.offset, index, entry.label())
         if ":" in spec:
             filename, _, line_text = spec.rpartition(":")
@@ -163,7 +169,8 @@ class Commands:
         if not any(bp.target.file_matches(e.code.co_filename) for e in self.engine.registry.entries()) \
                 and not os.path.exists(where):
             return " (pending: no such file seen yet)"
-        return " (pending: no generated code for that line yet)"
+        return (" (pending: no generated instruction for that line yet; lines captured "
+                "inside a graph have none, their graph-break line does)")
 
     def _list_breakpoints(self: "Session") -> None:
         if not len(self.engine.breakpoints):
@@ -338,10 +345,13 @@ class Commands:
         The frames from the script down to the current one: generated frames with
         their compile id and instruction, and the Python frames between them."""
         for i, frame in enumerate(self.frames):
-            entry = self.engine.entry_for(frame.f_code)
-            label = entry.label() if entry is not None else None
             marker = ">" if i == self.selected else " "
-            self.write(f"{marker} {i:>2} {render.frame_line(frame, label)}")
+            self.write(f"{marker} {i:>2} {render.frame_line(frame, self._generated(frame))}")
+
+    def _generated(self: "Session", frame):  # type: ignore[no-untyped-def]
+        """(label, CodeInfo) for a generated frame, None for a plain one."""
+        entry = self.engine.entry_for(frame.f_code)
+        return None if entry is None else (entry.label(), self.engine.info_for(entry))
 
     def _move(self: "Session", arg: str, direction: int) -> None:
         count = _int(arg, "frame count") if arg else 1
@@ -350,9 +360,7 @@ class Commands:
             raise CommandError("no frame further " + ("up" if direction < 0 else "down"))
         self.selected = target
         self._list_next = None
-        frame = self.frame
-        entry = self.engine.entry_for(frame.f_code)
-        self.write(render.frame_line(frame, entry.label() if entry else None))
+        self.write(render.frame_line(self.frame, self._generated(self.frame)))
 
     def do_up(self: "Session", arg: str) -> None:
         """u(p) [N]

@@ -85,10 +85,11 @@ def stack_lines(stack: list[object] | None, note: str) -> list[str]:
     return lines
 
 
-def frame_line(frame: types.FrameType, label: str | None) -> str:
+def frame_line(frame: types.FrameType, generated: tuple[str, CodeInfo] | None) -> str:
     """One line of `where`: generated frames show their label and instruction."""
     code = frame.f_code
     text = f"{code.co_filename}:{frame.f_lineno} {code.co_name}"
-    if label is not None:
-        text = f"{label}  instr @{frame.f_lasti}  {text}"
+    if generated is not None:
+        label, info = generated
+        text = f"{label}  instr {info.index_of(frame.f_lasti)} @{frame.f_lasti}  {text}"
     return text

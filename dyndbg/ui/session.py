@@ -95,7 +95,8 @@ class Session(Commands):
         self.write(render.location(stop))
         what = render.effect(stop)
         if what:
-            self.write(f"  next: {what}")
+            # At an exception stop the instruction has already run (and failed).
+            self.write(f"  {'failed' if stop.exception is not None else 'next'}: {what}")
         self.show_displays()
 
     def show_displays(self) -> None:
