@@ -161,8 +161,8 @@ class Engine:
             frame.f_trace_lines = False
             frame.f_trace_opcodes = True
             return self._local_trace
-        except DyndbgQuit:
-            raise
+        except (DyndbgQuit, KeyboardInterrupt):
+            raise  # into the program, as it would arrive without dyndbg
         except BaseException as error:  # noqa: BLE001
             self._internal_error("trace", error)
             return None
@@ -178,8 +178,8 @@ class Engine:
             elif event == "return":
                 self._on_return(frame)
             return self._local_trace if not self.detached else None
-        except DyndbgQuit:
-            raise
+        except (DyndbgQuit, KeyboardInterrupt):
+            raise  # into the program, as it would arrive without dyndbg
         except BaseException as error:  # noqa: BLE001
             self._internal_error("trace", error)
             return None

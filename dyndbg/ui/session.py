@@ -76,7 +76,11 @@ class Session(Commands):
                 line = self.pending.pop(0)
                 self.write(self.prompt + line)
             else:
-                read = self.reader.read(self.prompt)
+                try:
+                    read = self.reader.read(self.prompt)
+                except KeyboardInterrupt:
+                    self.write("")  # Ctrl-C at the prompt clears the line, as in pdb
+                    continue
                 if read is None:  # end of scripted input: run to completion
                     self.write("dyndbg: end of input, detaching; the program runs to completion")
                     self.engine.detach()
