@@ -4,13 +4,12 @@ from __future__ import annotations
 from typing import TextIO
 
 from dyndbg.engine.debugger import Engine
-from dyndbg.ui.reader import make_reader
 from dyndbg.ui.session import Session
 
 
 def attach(out: TextIO, commands: list[str] | None = None) -> Engine:
     """Start debugging: stop at the first dynamo-generated instruction to run."""
-    session = Session(out, make_reader(out), commands)
+    session = Session(out, commands)
     engine = Engine(session)
     session.engine = engine
     engine.start()

@@ -2,7 +2,12 @@
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from typing import Callable, TextIO
+
+
+def printable(line: str) -> str:
+    """The line with control characters and undecodable bytes escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
 
 
 class ScriptedReader:
@@ -15,24 +20,24 @@ class ScriptedReader:
 
     interactive = False
 
-    def __init__(self, stream: TextIO, out: TextIO) -> None:
+    def __init__(self, stream: TextIO, write: Callable[[str], None]) -> None:
         self.stream = stream
-        self.out = out
+        self.write = write  # writes one line; never raises
 
     def read(self, prompt: str) -> str | None:
-        self.out.write(prompt)
         try:
-            line = self.stream.readline()
-        except (OSError, ValueError, UnicodeDecodeError) as error:
-            self.out.write(f"\n*** cannot read input ({type(error).__name__}); detaching\n")
+            # Bytes, decoded leniently: garbage on stdin is a bad command, not the end.
+            raw = getattr(self.stream, "buffer", None)
+            line = raw.readline().decode("utf-8", "surrogateescape") if raw is not None \
+                else self.stream.readline()
+        except (OSError, ValueError) as error:
+            self.write(f"{prompt}\n*** cannot read input ({type(error).__name__}); detaching")
             return None
         if not line:
-            self.out.write("\n")
-            self.out.flush()
+            self.write(prompt)
             return None
         line = line.rstrip("\r\n")
-        self.out.write(line + "\n")
-        self.out.flush()
+        self.write(prompt + printable(line))
         return line
 
 
@@ -41,20 +46,19 @@ class TerminalReader:
 
     interactive = True
 
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self.write = write
 
     def read(self, prompt: str) -> str | None:
-        self.out.flush()
         try:
             return input(prompt)
         except EOFError:
-            self.out.write("\n")
+            self.write("")
             return "quit"
 
 
-def make_reader(out: TextIO) -> ScriptedReader | TerminalReader:
+def make_reader(out: TextIO, write: Callable[[str], None]) -> ScriptedReader | TerminalReader:
     stdin = sys.stdin
     if stdin is not None and stdin.isatty() and out.isatty():
-        return TerminalReader(out)
-    return ScriptedReader(stdin, out)
+        return TerminalReader(write)
+    return ScriptedReader(stdin, write)

@@ -14,20 +14,19 @@ from dyndbg.engine.stop import Stop
 from dyndbg.ownframes import is_own_frame
 from dyndbg.ui import render
 from dyndbg.ui.commands import CommandError, Commands
+from dyndbg.ui.reader import make_reader, printable
 from dyndbg.ui.values import safe_repr
 
 if TYPE_CHECKING:
     from dyndbg.engine.debugger import Engine
-    from dyndbg.ui.reader import ScriptedReader, TerminalReader
 
 
 class Session(Commands):
     prompt = "(dyndbg) "
 
-    def __init__(self, out: TextIO, reader: "ScriptedReader | TerminalReader",
-                 commands: list[str] | None = None) -> None:
+    def __init__(self, out: TextIO, commands: list[str] | None = None) -> None:
         self.out = out
-        self.reader = reader
+        self.reader = make_reader(out, self.write)
         self.pending: list[str] = list(commands or [])
         self.engine: "Engine"  # set by the caller once the engine exists
         self.last_command = ""
@@ -43,8 +42,14 @@ class Session(Commands):
 
     # -- output ---------------------------------------------------------------------
     def write(self, text: str = "") -> None:
+        """Write one line of the debugger's output; never raises."""
         try:
-            self.out.write(text + "\n")
+            try:
+                self.out.write(text + "\n")
+            except UnicodeEncodeError:
+                encoding = getattr(self.out, "encoding", None) or "utf-8"
+                self.out.write((text + "\n").encode(encoding, "backslashreplace")
+                               .decode(encoding))
             self.out.flush()
         except (OSError, ValueError):
             pass  # the output went away; the program must not notice
@@ -74,7 +79,7 @@ class Session(Commands):
         while not self._resumed:
             if self.pending:
                 line = self.pending.pop(0)
-                self.write(self.prompt + line)
+                self.write(self.prompt + printable(line))
             else:
                 try:
                     read = self.reader.read(self.prompt)
@@ -169,7 +174,7 @@ class Session(Commands):
     def run_python(self, source: str) -> None:
         try:
             code = compile(source + "\n", "<dyndbg>", "single")
-        except SyntaxError:
+        except (SyntaxError, ValueError):  # ValueError: NUL bytes
             self.error(f"unknown command or invalid Python: {source!r} (try 'help')")
             return
         saved = sys.stdout, sys.displayhook
@@ -240,7 +245,7 @@ class Session(Commands):
             return False
         try:
             tree = ast.parse(line)
-        except SyntaxError:
+        except (SyntaxError, ValueError):
             return False
         if len(tree.body) == 1 and isinstance(tree.body[0], (ast.Assign, ast.AugAssign,
                                                              ast.AnnAssign)):
