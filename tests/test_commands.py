@@ -72,7 +72,7 @@ def only_segment(segs: list[Segment], command: str) -> tuple[int, Segment]:
 LONG_LINE = "frobnicate " * 10000
 BAD_INPUTS = [
     "frobnicate the thing",
-    "b nowhere",
+    "b not a place",
     "b 99999",
     "until 99999",
     "condition 42 x",

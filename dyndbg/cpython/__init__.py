@@ -11,7 +11,7 @@ from dyndbg.cpython.valuestack import NULL, StackUnavailable, read_value_stack, 
 
 __all__ = ["NULL", "StackUnavailable", "read_value_stack", "stack_support"]
 
-from dyndbg.cpython.calls import call_target  # noqa: E402
+from dyndbg.cpython.calls import CALL_OPNAMES, CallSite, call_site  # noqa: E402
 from dyndbg.cpython.events import SILENT_OPNAMES  # noqa: E402
 
-__all__ += ["call_target", "SILENT_OPNAMES"]
+__all__ += ["CALL_OPNAMES", "CallSite", "call_site", "SILENT_OPNAMES"]

@@ -59,6 +59,8 @@ class Registry:
 
     def add_transformed(self, original: types.CodeType, new: types.CodeType,
                         compile_id: str | None) -> GeneratedCode:
+        if compile_id is not None:
+            compile_id = compile_id.split("_")[0]  # "0/0_1" is attempt 1 of 0/0
         entry = GeneratedCode(new, "transformed", original, compile_id, len(self._by_id))
         self._by_id[id(new)] = entry
         return entry

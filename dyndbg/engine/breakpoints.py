@@ -1,36 +1,73 @@
 """Breakpoints: where (a target), and bdb's bookkeeping (condition, ignore,
 temporary, enabled, hits).
 
-A target either names one instruction of one code object (`b 12`, `b @34`) or
-a source line (`b file.py:9`), which matches where any generated code enters
-that line (including code compiled later), as a pdb line breakpoint does.
+A target says which instructions of a generated code object it arms
+(`offsets`), and may confirm a hit against the live stack (`confirm`), e.g.
+that the callable about to be called really is graph 2. Targets name code
+that may not exist yet: they are pending until dynamo compiles matching code.
+
+- InstructionTarget: one instruction of one code object (`b 12`, `b @34`)
+- LineTarget: where generated code enters a source line (`b file.py:9`)
+- GraphCallTarget: calls of compiled graphs (`b graph 2`, `b __compiled_fn_*`)
+- ResumeTarget: entry to resume functions (`b resume`, `b torch_dynamo_resume_in_f*`)
+- FunctionTarget: entry to the transformed code of a user function (`b f`)
+- CatchTarget: `catch compile|recompile|graph-break`
 """
 from __future__ import annotations
 
+import fnmatch
 import os
+import sys
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
-from dyndbg.engine.codeinfo import CodeInfo
+from dyndbg.cpython import CALL_OPNAMES, SILENT_OPNAMES, call_site
+from dyndbg.dynamo.names import GRAPH_NAME, RESUME_GLOBAL, graph_number
+from dyndbg.dynamo.registry import GeneratedCode, is_resume_name
+from dyndbg.engine.codeinfo import CodeInfo, Instr
+
+
+def entry_offset(info: CodeInfo) -> int | None:
+    """The first instruction that can stop (RESUME never does)."""
+    for instr in info.instructions:
+        if instr.opname not in SILENT_OPNAMES:
+            return instr.offset
+    return None
+
+
+def call_offsets(info: CodeInfo) -> set[int]:
+    return {i.offset for i in info.instructions if i.opname in CALL_OPNAMES}
+
+
+class Target:
+    def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        raise NotImplementedError
+
+    def confirm(self, frame: types.FrameType, entry: GeneratedCode, instr: Instr,
+                stack: list[object] | None) -> bool:
+        return True
+
+    def describe(self) -> str:
+        raise NotImplementedError
 
 
 @dataclass
-class InstructionTarget:
+class InstructionTarget(Target):
     code: types.CodeType      # strong reference: its id() stays valid
     offset: int
     index: int
     where: str                # e.g. "f [0/0]"
 
-    def matches(self, code: types.CodeType, info: CodeInfo) -> set[int]:
-        return {self.offset} if code is self.code else set()
+    def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        return {self.offset} if entry.code is self.code else set()
 
     def describe(self) -> str:
         return f"{self.where} instr {self.index} @{self.offset}"
 
 
 @dataclass
-class LineTarget:
+class LineTarget(Target):
     filename: str             # as typed
     line: int
 
@@ -39,8 +76,8 @@ class LineTarget:
             return os.path.realpath(co_filename) == os.path.realpath(self.filename)
         return co_filename == self.filename or co_filename.endswith(os.sep + self.filename)
 
-    def matches(self, code: types.CodeType, info: CodeInfo) -> set[int]:
-        if not self.file_matches(code.co_filename):
+    def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        if not self.file_matches(entry.code.co_filename):
             return set()
         return set(info.line_entries(self.line))
 
@@ -48,7 +85,137 @@ class LineTarget:
         return f"{self.filename}:{self.line}"
 
 
-Target = InstructionTarget | LineTarget
+def _called_function(instr: Instr, stack: list[object] | None) -> object:
+    site = call_site(instr.opname, instr.arg, stack) if stack is not None else None
+    return None if site is None else site.function
+
+
+@dataclass
+class GraphCallTarget(Target):
+    """Calls of compiled graphs whose global name matches `pattern`."""
+
+    pattern: str              # fnmatch pattern on the global name, or a graph number
+    number: int | None = None
+
+    def name_matches(self, name: str) -> bool:
+        if not GRAPH_NAME.fullmatch(name):
+            return False
+        if self.number is not None:
+            return graph_number(name) == self.number
+        return fnmatch.fnmatchcase(name, self.pattern)
+
+    def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        if not any(self.name_matches(n) for n in entry.code.co_names):
+            return set()
+        return call_offsets(info)   # which call is the graph's is confirmed on the stack
+
+    def confirm(self, frame: types.FrameType, entry: GeneratedCode, instr: Instr,
+                stack: list[object] | None) -> bool:
+        function = _called_function(instr, stack)
+        return function is not None and any(
+            frame.f_globals.get(n) is function for n in frame.f_code.co_names
+            if self.name_matches(n))
+
+    def describe(self) -> str:
+        return f"graph {self.number}" if self.number is not None else self.pattern
+
+
+@dataclass
+class ResumeTarget(Target):
+    """Entry to resume functions: all, by code name, or by `__resume_at_*` global."""
+
+    pattern: str = "*"        # on the resume function's name, or on its global name
+
+    def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        if not entry.is_resume:
+            return set()
+        if not self.pattern.startswith("__resume_at_") and \
+                not fnmatch.fnmatchcase(entry.function, self.pattern):
+            return set()
+        offset = entry_offset(info)
+        return set() if offset is None else {offset}
+
+    def confirm(self, frame: types.FrameType, entry: GeneratedCode, instr: Instr,
+                stack: list[object] | None) -> bool:
+        if not self.pattern.startswith("__resume_at_"):
+            return True
+        # The global holds the resume function; the running code is it or its transform.
+        codes = (entry.code, entry.original)
+        return any(getattr(value, "__code__", None) in codes
+                   for name, value in frame.f_globals.items()
+                   if RESUME_GLOBAL.fullmatch(name) and fnmatch.fnmatchcase(name, self.pattern))
+
+    def describe(self) -> str:
+        return "resume" if self.pattern == "*" else self.pattern
+
+
+def module_name_of(filename: str) -> str | None:
+    """The name of the loaded module whose file is `filename` (`__main__` for a script)."""
+    real = os.path.realpath(filename)
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str) and os.path.realpath(path) == real:
+            return name
+    return None
+
+
+@dataclass
+class FunctionTarget(Target):
+    """Entry to the transformed code of a user function: `f`, `Net.forward`, `mod.f`."""
+
+    pattern: str
+
+    def names_for(self, entry: GeneratedCode) -> list[str]:
+        names = [entry.function, entry.qualname]
+        module = module_name_of(entry.code.co_filename)
+        if module is not None:
+            names.append(f"{module}.{entry.qualname}")
+        return names
+
+    def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        if entry.kind != "transformed" or entry.is_resume:
+            return set()
+        if not any(fnmatch.fnmatchcase(n, self.pattern) for n in self.names_for(entry)):
+            return set()
+        offset = entry_offset(info)
+        return set() if offset is None else {offset}
+
+    def describe(self) -> str:
+        return self.pattern
+
+
+@dataclass
+class CatchTarget(Target):
+    """`catch compile`: first run of each newly compiled code object;
+    `catch recompile`: the same for compile ids after the first (0/1, ...);
+    `catch graph-break`: each call from a frame's code into a resume function."""
+
+    event: str                                  # compile, recompile, graph-break
+    caught: set[int] = field(default_factory=set)
+
+    def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        if self.event == "graph-break":
+            has_resume = any(RESUME_GLOBAL.fullmatch(n) for n in entry.code.co_names)
+            return call_offsets(info) if has_resume else set()
+        if entry.kind != "transformed" or entry.compile_id is None:
+            return set()
+        if self.event == "recompile" and entry.compile_id.endswith("/0"):
+            return set()
+        offset = entry_offset(info)
+        return set() if offset is None else {offset}
+
+    def confirm(self, frame: types.FrameType, entry: GeneratedCode, instr: Instr,
+                stack: list[object] | None) -> bool:
+        if self.event == "graph-break":
+            code = getattr(_called_function(instr, stack), "__code__", None)
+            return code is not None and is_resume_name(code.co_name)
+        if id(frame.f_code) in self.caught:
+            return False
+        self.caught.add(id(frame.f_code))   # once per compiled code object
+        return True
+
+    def describe(self) -> str:
+        return f"catch {self.event}"
 
 
 @dataclass
@@ -61,10 +228,17 @@ class Breakpoint:
     ignore: int = 0
     hits: int = 0
 
-    def describe(self) -> str:
-        kind = "tbreak" if self.temporary else "break"
+    @property
+    def kind(self) -> str:
+        if isinstance(self.target, CatchTarget):
+            return "catch"
+        return "tbreak" if self.temporary else "break"
+
+    def describe(self, resolution: str = "") -> str:
         state = "enabled" if self.enabled else "disabled"
-        text = f"{self.number:<4} {kind:<7}{state:<9} {self.target.describe()}"
+        text = f"{self.number:<4} {self.kind:<7}{state:<9} {self.target.describe()}"
+        if resolution:
+            text += f"  [{resolution}]"
         if self.condition:
             text += f"  if {self.condition}"
         if self.ignore:
@@ -106,22 +280,19 @@ class BreakpointTable:
         """Call after any change to a breakpoint's target or enabled state."""
         self._offsets_cache.clear()
 
-    def at_code(self, code: types.CodeType, info: CodeInfo) -> dict[int, list[Breakpoint]]:
-        """offset -> breakpoints there (enabled or not), cached per code object."""
-        cached = self._offsets_cache.get(id(code))
+    def at_code(self, entry: GeneratedCode, info: CodeInfo) -> dict[int, list[Breakpoint]]:
+        """offset -> breakpoints armed there (enabled or not), cached per code object."""
+        cached = self._offsets_cache.get(id(entry.code))
         if cached is None:
             cached = {}
             for bp in self:
-                for offset in bp.target.matches(code, info):
+                for offset in bp.target.offsets(entry, info):
                     cached.setdefault(offset, []).append(bp)
-            self._offsets_cache[id(code)] = cached
+            self._offsets_cache[id(entry.code)] = cached
         return cached
 
-    def has_enabled(self, code: types.CodeType, info: CodeInfo) -> bool:
-        return any(bp.enabled for bps in self.at_code(code, info).values() for bp in bps)
-
-    def hit(self, code: types.CodeType, info: CodeInfo, offset: int,
-            evaluate: Callable[[str], object],
+    def hit(self, entry: GeneratedCode, info: CodeInfo, frame: types.FrameType, instr: Instr,
+            stack: list[object] | None, evaluate: Callable[[str], object],
             report: Callable[[str], None]) -> list[Breakpoint]:
         """The breakpoints that take effect at this instruction (bdb's rules).
 
@@ -129,8 +300,8 @@ class BreakpointTable:
         raises counts as true, as in pdb, with one message.
         """
         effective: list[Breakpoint] = []
-        for bp in self.at_code(code, info).get(offset, ()):
-            if not bp.enabled:
+        for bp in self.at_code(entry, info).get(instr.offset, ()):
+            if not bp.enabled or not bp.target.confirm(frame, entry, instr, stack):
                 continue
             bp.hits += 1
             if bp.condition:

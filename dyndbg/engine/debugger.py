@@ -203,7 +203,7 @@ class Engine:
         if stack is not None:
             self._snapshots[id(frame)] = stack
         hit = self.breakpoints.hit(
-            frame.f_code, info, instr.offset,
+            entry, info, frame, instr, stack,
             lambda expr: self.evaluate_in(frame, expr, stack), self.frontend.message)
         if hit:
             reason = "breakpoint"

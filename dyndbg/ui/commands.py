@@ -7,7 +7,9 @@ import os
 from typing import TYPE_CHECKING
 
 from dyndbg.cpython import SILENT_OPNAMES
-from dyndbg.engine.breakpoints import Breakpoint, InstructionTarget, LineTarget, Target
+from dyndbg.dynamo.names import GRAPH_NAME
+from dyndbg.engine.breakpoints import (Breakpoint, CatchTarget, FunctionTarget, GraphCallTarget,
+                                       InstructionTarget, LineTarget, ResumeTarget, Target)
 from dyndbg.ui import render
 from dyndbg.ui.values import summarize, type_name
 
@@ -30,6 +32,31 @@ def _numbers(arg: str, what: str = "breakpoint number") -> list[int]:
     return [_int(part, what) for part in arg.replace(",", " ").split()]
 
 
+_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.*?[]<> -")
+
+
+def _named_target(spec: str) -> Target:
+    """graph N / __compiled_fn_* / resume / torch_dynamo_resume_in_* / __resume_at_* / FUNC."""
+    words = spec.split()
+    if words[0] == "graph":
+        if len(words) != 2 or not (words[1].isdigit() or words[1] == "*"):
+            raise CommandError("usage: break graph N")
+        return GraphCallTarget("__compiled_fn_*", None if words[1] == "*" else int(words[1]))
+    if spec.startswith("__compiled_fn"):
+        match = GRAPH_NAME.fullmatch(spec)
+        if match and spec == f"__compiled_fn_{match.group(1)}":
+            return GraphCallTarget(spec, int(match.group(1)))   # uuid suffix optional
+        return GraphCallTarget(spec)
+    if spec == "resume":
+        return ResumeTarget()
+    if spec.startswith(("torch_dynamo_resume_in_", "__resume_at_", "<resume in")):
+        return ResumeTarget(spec)
+    if len(words) == 1 and set(spec) <= _NAME_CHARS and not spec[0].isdigit():
+        return FunctionTarget(spec)
+    raise CommandError(f"bad breakpoint location {spec!r}: expected INDEX, @OFFSET, FILE:LINE, "
+                       "graph N, __compiled_fn_*, resume, or a function name")
+
+
 class Commands:
     ALIASES = {
         "s": "step", "n": "next", "r": "return", "unt": "until", "c": "continue",
@@ -39,8 +66,8 @@ class Commands:
     }
     GROUPS = [
         ("running", ["step", "next", "return", "until", "continue", "quit"]),
-        ("breakpoints", ["break", "tbreak", "clear", "disable", "enable", "condition",
-                         "ignore"]),
+        ("breakpoints", ["break", "tbreak", "catch", "clear", "disable", "enable",
+                         "condition", "ignore"]),
         ("looking", ["stack", "locals", "globals", "p", "pp", "display", "undisplay",
                      "where", "up", "down", "list", "longlist"]),
         ("other", ["help"]),
@@ -132,14 +159,13 @@ class Commands:
                 raise CommandError(f"instruction {index} ({instr.opname}) runs before tracing "
                                    f"starts; use {index + 1}")
             return InstructionTarget(entry.code, instr.offset, index, entry.label())
-        if ":" in spec:
+        if ":" in spec and spec.rpartition(":")[2].strip().isdigit():
             filename, _, line_text = spec.rpartition(":")
-            line = _int(line_text.strip(), "line number")
+            line = int(line_text)
             if line < 1:
                 raise CommandError("line number must be at least 1")
             return LineTarget(filename.strip(), line)
-        raise CommandError(f"bad breakpoint location {spec!r}: expected INDEX, @OFFSET "
-                           "or FILE:LINE")
+        return _named_target(spec)
 
     def _add_breakpoint(self: "Session", arg: str, temporary: bool) -> None:
         if not arg.strip():
@@ -155,22 +181,27 @@ class Commands:
         target = self._parse_target(spec)
         bp = self.engine.breakpoints.add(target, temporary, condition)
         kind = "Temporary breakpoint" if temporary else "Breakpoint"
-        self.write(f"{kind} {bp.number} at {target.describe()}{self._resolution(bp)}")
+        resolution = self._resolution(bp)
+        self.write(f"{kind} {bp.number} at {target.describe()}"
+                   + (f" ({resolution})" if resolution else ""))
 
     def _resolution(self: "Session", bp: Breakpoint) -> str:
-        if not isinstance(bp.target, LineTarget):
+        """`resolved: ...` or `pending: ...`, from the generated code seen so far."""
+        target = bp.target
+        if isinstance(target, InstructionTarget):
             return ""
-        count = 0
-        for entry in self.engine.registry.entries():
-            count += len(bp.target.matches(entry.code, self.engine.info_for(entry)))
-        if count:
-            return f" ({count} instruction{'s' if count != 1 else ''} in generated code so far)"
-        where = bp.target.filename
-        if not any(bp.target.file_matches(e.code.co_filename) for e in self.engine.registry.entries()) \
-                and not os.path.exists(where):
-            return " (pending: no such file seen yet)"
-        return (" (pending: no generated instruction for that line yet; lines captured "
-                "inside a graph have none, their graph-break line does)")
+        labels = [entry.label() for entry in self.engine.registry.entries()
+                  if target.offsets(entry, self.engine.info_for(entry))]
+        if labels:
+            more = f" (+{len(labels) - 3} more)" if len(labels) > 3 else ""
+            return "resolved: in " + ", ".join(labels[:3]) + more
+        if isinstance(target, LineTarget):
+            if not os.path.exists(target.filename) and not any(
+                    target.file_matches(e.code.co_filename) for e in self.engine.registry.entries()):
+                return "pending: no such file seen yet"
+            return ("pending: no generated instruction for that line yet; lines captured "
+                    "inside a graph have none, their graph-break line does")
+        return "pending: no matching code compiled yet"
 
     def _list_breakpoints(self: "Session") -> None:
         if not len(self.engine.breakpoints):
@@ -178,7 +209,7 @@ class Commands:
             return
         self.write("Num  Type   State     Where")
         for bp in self.engine.breakpoints:
-            self.write(bp.describe())
+            self.write(bp.describe(self._resolution(bp)))
 
     def do_break(self: "Session", arg: str) -> None:
         """b(reak) [INDEX | @OFFSET | FILE:LINE] [, CONDITION]
@@ -188,9 +219,21 @@ class Commands:
         self._add_breakpoint(arg, temporary=False)
 
     def do_tbreak(self: "Session", arg: str) -> None:
-        """tbreak [INDEX | @OFFSET | FILE:LINE] [, CONDITION]
-        A breakpoint deleted after its first stop."""
+        """tbreak [LOCATION] [, CONDITION]
+        A breakpoint deleted after its first stop (locations as for break)."""
         self._add_breakpoint(arg, temporary=True)
+
+    def do_catch(self: "Session", arg: str) -> None:
+        """catch compile | recompile | graph-break
+        Stop at the first run of each newly compiled code object (compile),
+        of each recompilation, with the guard failures that caused it
+        (recompile), or where a frame leaves its graph for a resume function
+        (graph-break). Listed, disabled and cleared like breakpoints."""
+        event = arg.strip()
+        if event not in ("compile", "recompile", "graph-break"):
+            raise CommandError("usage: catch compile | recompile | graph-break")
+        bp = self.engine.breakpoints.add(CatchTarget(event))
+        self.write(f"Catchpoint {bp.number} ({event})")
 
     def _breakpoints_named(self: "Session", arg: str) -> list[Breakpoint]:
         found = []
@@ -407,14 +450,20 @@ class Commands:
         self._list_next = last + 1
 
     def do_longlist(self: "Session", arg: str) -> None:
-        """ll | longlist | dis
-        The whole code object of the selected frame."""
+        """ll | longlist | dis [--raw]
+        The whole code object of the selected frame. Dynamo's globals are named
+        by what they are (graph 2, the resume function, the module); --raw
+        shows their real names."""
+        if arg.strip() not in ("", "--raw"):
+            raise CommandError("usage: dis [--raw]")
         entry, info, current = self._listing_target()
-        self._print_listing(entry, info, 0, len(info) - 1, current)
+        self._print_listing(entry, info, 0, len(info) - 1, current, raw=arg.strip() == "--raw")
 
-    def _print_listing(self: "Session", entry, info, first, last, current) -> None:  # type: ignore[no-untyped-def]
-        offsets = self.engine.breakpoints.at_code(entry.code, info)
-        for line in render.disassembly(info, first, last, current, offsets):
+    def _print_listing(self: "Session", entry, info, first, last, current,  # type: ignore[no-untyped-def]
+                       raw: bool = False) -> None:
+        offsets = self.engine.breakpoints.at_code(entry, info)
+        rename = (lambda text: text) if raw else self.renamer(self.frame)
+        for line in render.disassembly(info, first, last, current, offsets, rename):
             self.write(line)
 
     # -- help -------------------------------------------------------------------------------------

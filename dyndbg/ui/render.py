@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import os
 import types
+from typing import Callable
 
-from dyndbg.cpython import call_target
+from dyndbg.cpython import call_site
 from dyndbg.engine.codeinfo import CodeInfo, Instr
 from dyndbg.engine.stop import Stop
 from dyndbg.ui.values import summarize, type_name
@@ -14,18 +15,27 @@ def short_path(filename: str) -> str:
     return os.path.basename(filename)
 
 
-def instruction_text(instr: Instr) -> str:
-    argument = instr.argrepr or ("" if instr.arg is None else str(instr.arg))
+Rename = Callable[[str], str]
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def instruction_text(instr: Instr, rename: Rename = _same) -> str:
+    """`LOAD_GLOBAL          NULL + graph 2`: opname and its argument, renamed."""
+    argument = rename(instr.argrepr) if instr.argrepr else \
+        ("" if instr.arg is None else str(instr.arg))
     return f"{instr.opname:<20} {argument}".rstrip()
 
 
-def location(stop: Stop) -> str:
+def location(stop: Stop, rename: Rename = _same) -> str:
     """`> f [0/0]  instr 14 @30  LOAD_FAST x   graph_break.py:9  a = x.sin() + y`"""
     instr = stop.instr
     source = stop.info.source_line(instr.line)
     where = f"{short_path(stop.frame.f_code.co_filename)}:{instr.line}" if instr.line else ""
     return (f"> {stop.entry.label()}  instr {instr.index}/{len(stop.info)} @{instr.offset}  "
-            f"{instruction_text(instr):<34} {where}  {source}").rstrip()
+            f"{instruction_text(instr, rename):<34} {where}  {source}").rstrip()
 
 
 def effect(stop: Stop) -> str | None:
@@ -34,9 +44,9 @@ def effect(stop: Stop) -> str | None:
     if stack is None:
         return None
     op = instr.opname
-    target = call_target(stack, instr.arg) if op == "CALL" and instr.arg is not None else None
-    if target is not None:
-        function, n = target
+    site = call_site(op, instr.arg, stack)
+    if site is not None:
+        function, n = site.function, len(site.args)
         name = getattr(function, "__qualname__", None) or getattr(function, "__name__", None) \
             or type(function).__name__
         return f"calls {name} with {n} argument{'s' if n != 1 else ''}"
@@ -48,18 +58,19 @@ def effect(stop: Stop) -> str | None:
 
 
 def disassembly_line(info: CodeInfo, instr: Instr, current: int | None,
-                     breakpoint_offsets: dict[int, list]) -> str:
+                     breakpoint_offsets: dict[int, list], rename: Rename = _same) -> str:
     marker = "->" if instr.index == current else "  "
     bps = breakpoint_offsets.get(instr.offset, [])
     bp = ""
     if bps:
         bp = ("B" if any(b.enabled for b in bps) else "b") + str(bps[0].number)
     target = ">>" if instr.is_jump_target else "  "
-    return f"{marker} {instr.index:>4} @{instr.offset:<5} {bp:<4}{target} {instruction_text(instr)}"
+    return (f"{marker} {instr.index:>4} @{instr.offset:<5} {bp:<4}{target} "
+            f"{instruction_text(instr, rename)}")
 
 
 def disassembly(info: CodeInfo, first: int, last: int, current: int | None,
-                breakpoint_offsets: dict[int, list]) -> list[str]:
+                breakpoint_offsets: dict[int, list], rename: Rename = _same) -> list[str]:
     """Instructions first..last, with a source header where the line changes."""
     lines: list[str] = []
     previous_line: int | None = -1
@@ -69,7 +80,7 @@ def disassembly(info: CodeInfo, first: int, last: int, current: int | None,
             if instr.line is not None:
                 lines.append(f"   {short_path(info.code.co_filename)}:{instr.line}  "
                              f"{info.source_line(instr.line)}")
-        lines.append(disassembly_line(info, instr, current, breakpoint_offsets))
+        lines.append(disassembly_line(info, instr, current, breakpoint_offsets, rename))
     return lines
 
 

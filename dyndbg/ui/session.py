@@ -10,6 +10,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Callable, TextIO
 
+from dyndbg.dynamo.names import readable
 from dyndbg.engine.stop import Stop
 from dyndbg.ownframes import is_own_frame
 from dyndbg.ui import render
@@ -101,7 +102,7 @@ class Session(Commands):
             self.write(f"!! {type(exc).__name__}: {safe_repr(exc) if not str(exc) else exc}")
             self.write(f"!! raised at instr {stop.instr.index} @{stop.instr.offset} "
                        f"{stop.instr.opname} in {stop.entry.label()}; 'c' lets it propagate")
-        self.write(render.location(stop))
+        self.write(render.location(stop, self.renamer(stop.frame)))
         what = render.effect(stop)
         if what:
             # At an exception stop the instruction has already run (and failed).
@@ -130,6 +131,12 @@ class Session(Commands):
             frames.append(current)
             current = current.f_back
         return frames[::-1]
+
+    @staticmethod
+    def renamer(frame: types.FrameType) -> Callable[[str], str]:
+        """Names dynamo's globals by what they are (graph 2, torch.nn, ...)."""
+        module_globals = frame.f_globals
+        return lambda text: readable(text, module_globals)
 
     @property
     def frame(self) -> types.FrameType:

@@ -1,0 +1,45 @@
+"""Readable names for the globals dynamo installs in user modules.
+
+`__compiled_fn_2_58b2…` is graph 2, `__resume_at_70_3` is a resume function
+(named by its code), `__import_torch_dot_nn` is the module torch.nn, and
+`__builtins_dict___4` is the builtins dict.
+"""
+from __future__ import annotations
+
+import re
+
+GRAPH_NAME = re.compile(r"__compiled_fn_(\d+)(?:_[0-9a-f]{8}(?:_[0-9a-f]{4}){3}_[0-9a-f]{12})?")
+RESUME_GLOBAL = re.compile(r"__resume_at_\d+_\d+")
+IMPORT_GLOBAL = re.compile(r"__import_\w+")
+BUILTINS_GLOBAL = re.compile(r"__builtins_dict___\d+")
+_DYNAMO_GLOBAL = re.compile("|".join(p.pattern for p in
+                                     (GRAPH_NAME, RESUME_GLOBAL, IMPORT_GLOBAL, BUILTINS_GLOBAL)))
+
+
+def graph_number(name: str) -> int | None:
+    """2 for `__compiled_fn_2_<uuid>` or `__compiled_fn_2`, else None."""
+    match = GRAPH_NAME.fullmatch(name)
+    return int(match.group(1)) if match else None
+
+
+def readable_name(name: str, module_globals: dict | None = None) -> str:
+    """What a dynamo global is, for people; the name itself if not dynamo's."""
+    number = graph_number(name)
+    if number is not None:
+        return f"graph {number}"
+    value = (module_globals or {}).get(name)
+    if RESUME_GLOBAL.fullmatch(name):
+        code = getattr(value, "__code__", None)
+        return code.co_name if code is not None else name
+    if IMPORT_GLOBAL.fullmatch(name):
+        module = getattr(value, "__name__", None)
+        return module if isinstance(module, str) else \
+            name[len("__import_"):].replace("_dot_", ".")
+    if BUILTINS_GLOBAL.fullmatch(name):
+        return "builtins"
+    return name
+
+
+def readable(text: str, module_globals: dict | None = None) -> str:
+    """`text` with every dynamo global named by what it is."""
+    return _DYNAMO_GLOBAL.sub(lambda m: readable_name(m.group(0), module_globals), text)
