@@ -58,6 +58,8 @@ class Engine:
                                  self._resume, self._internal_error, force_fallback)
         self._active: list[types.FrameType] = []       # live traced generated frames
         self._snapshots: dict[int, list[object]] = {}  # id(frame) -> stack before current instr
+        self._entry_locals: dict[int, dict] = {}       # id(frame) -> its arguments at the start
+        self._stopped_in: set[int] = set()             # ids of live frames that have stopped
         self._stopped_exception: BaseException | None = None
         self._tracing = False
         self._suspended = 0
@@ -77,6 +79,8 @@ class Engine:
         self.detached = True
         self.hooks.uninstall()
         self._snapshots.clear()
+        self._entry_locals.clear()
+        self._stopped_in.clear()
         self._stopped_exception = None
         if self._tracing:
             self._tracing = False
@@ -158,6 +162,8 @@ class Engine:
             if self.detached or not self.registry.is_generated(frame.f_code):
                 return None
             self._active.append(frame)
+            # Its arguments as the guards saw them, before the code changes them.
+            self._entry_locals[id(frame)] = dict(frame.f_locals)
             frame.f_trace_lines = False
             frame.f_trace_opcodes = True
             return self._local_trace
@@ -246,6 +252,8 @@ class Engine:
 
     def _on_return(self, frame: types.FrameType) -> None:
         self._snapshots.pop(id(frame), None)
+        self._entry_locals.pop(id(frame), None)
+        self._stopped_in.discard(id(frame))
         for i in range(len(self._active) - 1, -1, -1):
             if self._active[i] is frame:
                 del self._active[i]
@@ -260,6 +268,10 @@ class Engine:
             self._maybe_remove_trace()
 
     def _stop(self, stop: Stop) -> None:
+        key = id(stop.frame)
+        stop.first_in_frame = key not in self._stopped_in
+        stop.entry_locals = self._entry_locals.get(key)
+        self._stopped_in.add(key)
         self.frontend.interact(stop)
 
     def _internal_error(self, where: str, error: BaseException) -> None:

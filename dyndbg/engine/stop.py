@@ -20,3 +20,5 @@ class Stop:
     stack_note: str = ""                          # why not readable, or how it was taken
     breakpoints: list[Breakpoint] = field(default_factory=list)
     exception: BaseException | None = None
+    first_in_frame: bool = False                  # the first stop in this run of the frame
+    entry_locals: dict | None = None              # the frame's arguments when it started

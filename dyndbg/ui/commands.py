@@ -3,6 +3,7 @@ docstrings (first line: usage)."""
 from __future__ import annotations
 
 import fnmatch
+import linecache
 import os
 from typing import TYPE_CHECKING
 
@@ -69,7 +70,7 @@ class Commands:
         ("breakpoints", ["break", "tbreak", "catch", "clear", "disable", "enable",
                          "condition", "ignore"]),
         ("looking", ["stack", "locals", "globals", "p", "pp", "display", "undisplay",
-                     "where", "up", "down", "list", "longlist"]),
+                     "where", "up", "down", "list", "longlist", "source"]),
         ("other", ["help"]),
     ]
 
@@ -465,6 +466,33 @@ class Commands:
         rename = (lambda text: text) if raw else self.renamer(self.frame)
         for line in render.disassembly(info, first, last, current, offsets, rename):
             self.write(line)
+
+    def do_source(self: "Session", arg: str) -> None:
+        """source [CONTEXT]
+        The user's source around the selected frame's current line (CONTEXT
+        lines each side, 5 by default), the line marked."""
+        context = _int(arg, "context") if arg.strip() else 5
+        frame = self.frame
+        generated = self._generated(frame)
+        if generated is not None:
+            line = generated[1].at_offset(frame.f_lasti)
+            line = line.line if line is not None else None
+        else:
+            line = frame.f_lineno
+        if line is None:
+            raise CommandError("no source line for the current instruction")
+        filename = frame.f_code.co_filename
+        first = max(1, line - context)
+        shown = False
+        for number in range(first, line + context + 1):
+            text = linecache.getline(filename, number)
+            if not text:
+                break
+            marker = "->" if number == line else "  "
+            self.write(f"{marker} {number:>5}  {text.rstrip()}")
+            shown = True
+        if not shown:
+            raise CommandError(f"source not available for {filename}")
 
     # -- help -------------------------------------------------------------------------------------
     def do_help(self: "Session", arg: str) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable, TextIO
 from dyndbg.dynamo.names import readable
 from dyndbg.engine.stop import Stop
 from dyndbg.ownframes import is_own_frame
-from dyndbg.ui import render
+from dyndbg.ui import boundaries, render
 from dyndbg.ui.commands import CommandError, Commands
 from dyndbg.ui.reader import make_reader, printable
 from dyndbg.ui.values import safe_repr
@@ -40,6 +40,7 @@ class Session(Commands):
         self.selected = 0
         self._locals: dict[int, dict] = {}
         self._list_next: int | None = None
+        self._graph_call: boundaries.GraphCall | None = None  # to show its outputs next stop
 
     # -- output ---------------------------------------------------------------------
     def write(self, text: str = "") -> None:
@@ -103,10 +104,16 @@ class Session(Commands):
             self.write(f"!! raised at instr {stop.instr.index} @{stop.instr.offset} "
                        f"{stop.instr.opname} in {stop.entry.label()}; 'c' lets it propagate")
         self.write(render.location(stop, self.renamer(stop.frame)))
+        if self._graph_call is not None:
+            for line in boundaries.graph_outputs(self._graph_call, stop):
+                self.write(line)
+        lines, self._graph_call = boundaries.call_view(stop)
         what = render.effect(stop)
-        if what:
+        if what and not lines:
             # At an exception stop the instruction has already run (and failed).
             self.write(f"  {'failed' if stop.exception is not None else 'next'}: {what}")
+        for line in lines:
+            self.write(line)
         self.show_displays()
 
     def show_displays(self) -> None:

@@ -1,0 +1,101 @@
+"""Views at graph boundaries: what goes into a compiled graph (each argument
+next to the FX placeholder it feeds), what comes out (each output next to the
+graph output it came from), and what a resume function receives (each value
+next to its parameter name)."""
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass
+
+from dyndbg.cpython import CallSite, call_site
+from dyndbg.dynamo.names import GRAPH_NAME, graph_number
+from dyndbg.dynamo.registry import is_resume_name
+from dyndbg.engine.stop import Stop
+from dyndbg.ui.values import summarize
+
+
+@dataclass
+class GraphCall:
+    """A compiled-graph call the user stopped at, to show its outputs later."""
+
+    frame: types.FrameType
+    index: int
+    name: str
+
+
+def _graph_name(function: object, frame: types.FrameType) -> str | None:
+    """The `__compiled_fn_*` global of `frame` that holds `function`, if any."""
+    for name in frame.f_code.co_names:
+        if GRAPH_NAME.fullmatch(name) and frame.f_globals.get(name) is function:
+            return name
+    return None
+
+
+def _placeholder_text(placeholder) -> str:  # type: ignore[no-untyped-def]
+    if placeholder.dtype is not None and placeholder.shape is not None:
+        return f"{placeholder.name} {placeholder.dtype}{list(placeholder.shape)}"
+    return f"{placeholder.name} {getattr(placeholder, 'kind', '') or ''}".rstrip()
+
+
+def _graph_info(name: str, function: object):  # type: ignore[no-untyped-def]
+    try:
+        from dyndbg.dynamo.graphs import graph_info
+    except ImportError:
+        return None
+    return graph_info(name, function)
+
+
+def call_view(stop: Stop) -> tuple[list[str], GraphCall | None]:
+    """Lines describing the call at the current instruction, if it crosses a
+    graph boundary, and the graph call to remember for its outputs."""
+    if stop.stack is None or stop.exception is not None:
+        return [], None
+    site = call_site(stop.instr.opname, stop.instr.arg, stop.stack)
+    if site is None:
+        return [], None
+    name = _graph_name(site.function, stop.frame)
+    if name is not None:
+        return _graph_inputs(stop, name, site), GraphCall(stop.frame, stop.instr.index, name)
+    code = getattr(site.function, "__code__", None)
+    if code is not None and is_resume_name(code.co_name):
+        return _resume_inputs(code, site), None
+    return [], None
+
+
+def _graph_inputs(stop: Stop, name: str, site: CallSite) -> list[str]:
+    info = _graph_info(name, site.function)
+    lines = [f"graph {graph_number(name)} ({name}) called from {stop.entry.label()} "
+             f"with {len(site.args)} input{'s' if len(site.args) != 1 else ''}:"]
+    placeholders = info.placeholders if info is not None else []
+    for i, value in enumerate(site.args):
+        feeds = _placeholder_text(placeholders[i]) if i < len(placeholders) else "?"
+        lines.append(f"  in {i:<3} {feeds:<28} {summarize(value, 60)}")
+    if info is None:
+        lines.append("  (the FX graph is not available: placeholders unknown)")
+    return lines
+
+
+def graph_outputs(call: GraphCall, stop: Stop) -> list[str]:
+    """After stepping over a graph call: its result, next to the graph outputs."""
+    if stop.frame is not call.frame or stop.stack is None or not stop.stack \
+            or stop.instr.index <= call.index:
+        return []
+    result = stop.stack[-1]
+    info = _graph_info(call.name, stop.frame.f_globals.get(call.name))
+    outputs = info.outputs if info is not None else []
+    values = list(result) if isinstance(result, (tuple, list)) else [result]
+    lines = [f"graph {graph_number(call.name)} returned {len(values)} "
+             f"output{'s' if len(values) != 1 else ''}:"]
+    for i, value in enumerate(values):
+        source = outputs[i] if i < len(outputs) else "?"
+        lines.append(f"  out {i:<3} {source:<27} {summarize(value, 60)}")
+    return lines
+
+
+def _resume_inputs(code: types.CodeType, site: CallSite) -> list[str]:
+    params = code.co_varnames[:code.co_argcount]
+    lines = [f"resume function {code.co_name} called with:"]
+    for i, value in enumerate(site.args):
+        param = params[i] if i < len(params) else f"arg {i}"
+        lines.append(f"  {param:<30} {summarize(value, 60)}")
+    return lines
