@@ -156,9 +156,11 @@ def _search(name: str, value: object) -> _Found:
                 fallback = fallback or obj          # older torch without backend_id
             continue                                # never walk into a graph's own modules
         if isinstance(obj, torch.nn.Module):
-            inner = getattr(obj, "gm", None)        # GmWrapper (boxed inputs)
-            if inner is not None:
-                queue.append(inner)
+            # GmWrapper (boxed inputs) holds it as .gm; a backend that returns the
+            # GraphModule itself gets it wrapped in an OptimizedModule (._orig_mod).
+            # Read the submodule table directly: no user __getattr__ runs.
+            submodules = vars(obj).get("_modules") or {}
+            queue.extend(m for k, m in submodules.items() if k in ("gm", "_orig_mod"))
             continue
         kind = type(obj).__name__
         if kind == "CompiledFxGraph":
@@ -166,8 +168,8 @@ def _search(name: str, value: object) -> _Found:
             code = getattr(obj, "source_code", None)
             if isinstance(code, str) and code not in found.inductor_sources:
                 found.inductor_sources.append(code)
-        qualname = getattr(obj, "__qualname__", "") if callable(obj) else ""
-        if isinstance(qualname, str):
+        qualname = obj.__qualname__ if isinstance(obj, types.FunctionType) else ""
+        if qualname:
             if qualname.startswith("boxed_nop"):
                 markers.add("aot_eager")
             elif qualname.startswith("aot_module_simplified"):

@@ -69,6 +69,7 @@ class Commands:
         ("running", ["step", "next", "return", "until", "continue", "quit"]),
         ("breakpoints", ["break", "tbreak", "catch", "clear", "disable", "enable",
                          "condition", "ignore"]),
+        ("dynamo", ["graph", "guards", "cache"]),
         ("looking", ["stack", "locals", "globals", "p", "pp", "display", "undisplay",
                      "where", "up", "down", "list", "longlist", "source"]),
         ("other", ["help"]),

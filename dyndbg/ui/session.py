@@ -15,6 +15,7 @@ from dyndbg.engine.stop import Stop
 from dyndbg.ownframes import is_own_frame
 from dyndbg.ui import boundaries, render
 from dyndbg.ui.commands import CommandError, Commands
+from dyndbg.ui.dynamo_commands import DynamoCommands
 from dyndbg.ui.reader import make_reader, printable
 from dyndbg.ui.values import safe_repr
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from dyndbg.engine.debugger import Engine
 
 
-class Session(Commands):
+class Session(Commands, DynamoCommands):
     prompt = "(dyndbg) "
 
     def __init__(self, out: TextIO, commands: list[str] | None = None) -> None:
@@ -97,13 +98,20 @@ class Session(Commands):
 
     def print_stop(self, stop: Stop) -> None:
         for bp in stop.breakpoints:
-            self.write(f"Breakpoint {bp.number} at {bp.target.describe()}, hit {bp.hits}")
+            if bp.kind == "catch":
+                self.write(f"Catchpoint {bp.number} ({bp.target.describe()}), hit {bp.hits}")
+            else:
+                self.write(f"Breakpoint {bp.number} at {bp.target.describe()}, hit {bp.hits}")
         if stop.exception is not None:
             exc = stop.exception
             self.write(f"!! {type(exc).__name__}: {safe_repr(exc) if not str(exc) else exc}")
             self.write(f"!! raised at instr {stop.instr.index} @{stop.instr.offset} "
                        f"{stop.instr.opname} in {stop.entry.label()}; 'c' lets it propagate")
         self.write(render.location(stop, self.renamer(stop.frame)))
+        if stop.first_in_frame and stop.exception is None:
+            explanation = self.entry_explanation()
+            if explanation:
+                self.write(f"  {explanation}")
         if self._graph_call is not None:
             for line in boundaries.graph_outputs(self._graph_call, stop):
                 self.write(line)
