@@ -8,6 +8,7 @@ import types
 from dataclasses import dataclass
 
 from dyndbg.cpython import CallSite, call_site
+from dyndbg.dynamo.graphs import GraphInfo, graph_info
 from dyndbg.dynamo.names import GRAPH_NAME, graph_number
 from dyndbg.dynamo.registry import is_resume_name
 from dyndbg.engine.stop import Stop
@@ -31,17 +32,7 @@ def _graph_name(function: object, frame: types.FrameType) -> str | None:
     return None
 
 
-def _placeholder_text(placeholder) -> str:  # type: ignore[no-untyped-def]
-    if placeholder.dtype is not None and placeholder.shape is not None:
-        return f"{placeholder.name} {placeholder.dtype}{list(placeholder.shape)}"
-    return f"{placeholder.name} {getattr(placeholder, 'kind', '') or ''}".rstrip()
-
-
-def _graph_info(name: str, function: object):  # type: ignore[no-untyped-def]
-    try:
-        from dyndbg.dynamo.graphs import graph_info
-    except ImportError:
-        return None
+def _graph_info(name: str, function: object) -> GraphInfo | None:
     return graph_info(name, function)
 
 
@@ -68,10 +59,11 @@ def _graph_inputs(stop: Stop, name: str, site: CallSite) -> list[str]:
              f"with {len(site.args)} input{'s' if len(site.args) != 1 else ''}:"]
     placeholders = info.placeholders if info is not None else []
     for i, value in enumerate(site.args):
-        feeds = _placeholder_text(placeholders[i]) if i < len(placeholders) else "?"
+        feeds = f"{placeholders[i].name} {placeholders[i].describe()}" \
+            if i < len(placeholders) else "?"
         lines.append(f"  in {i:<3} {feeds:<28} {summarize(value, 60)}")
-    if info is None:
-        lines.append("  (the FX graph is not available: placeholders unknown)")
+    if info is None or info.note:
+        lines.append(f"  ({info.note if info else 'the FX graph is not available'})")
     return lines
 
 
