@@ -8,7 +8,7 @@ import types
 from dataclasses import dataclass
 
 from dyndbg.cpython import CallSite, call_site
-from dyndbg.dynamo.graphs import GraphInfo, graph_info
+from dyndbg.dynamo.graphs import graph_info
 from dyndbg.dynamo.names import GRAPH_NAME, graph_number
 from dyndbg.dynamo.registry import is_resume_name
 from dyndbg.engine.stop import Stop
@@ -32,10 +32,6 @@ def _graph_name(function: object, frame: types.FrameType) -> str | None:
     return None
 
 
-def _graph_info(name: str, function: object) -> GraphInfo | None:
-    return graph_info(name, function)
-
-
 def call_view(stop: Stop) -> tuple[list[str], GraphCall | None]:
     """Lines describing the call at the current instruction, if it crosses a
     graph boundary, and the graph call to remember for its outputs."""
@@ -54,7 +50,7 @@ def call_view(stop: Stop) -> tuple[list[str], GraphCall | None]:
 
 
 def _graph_inputs(stop: Stop, name: str, site: CallSite) -> list[str]:
-    info = _graph_info(name, site.function)
+    info = graph_info(name, site.function)
     lines = [f"graph {graph_number(name)} ({name}) called from {stop.entry.label()} "
              f"with {len(site.args)} input{'s' if len(site.args) != 1 else ''}:"]
     placeholders = info.placeholders if info is not None else []
@@ -73,7 +69,7 @@ def graph_outputs(call: GraphCall, stop: Stop) -> list[str]:
             or stop.instr.index <= call.index:
         return []
     result = stop.stack[-1]
-    info = _graph_info(call.name, stop.frame.f_globals.get(call.name))
+    info = graph_info(call.name, stop.frame.f_globals.get(call.name))
     outputs = info.outputs if info is not None else []
     values = list(result) if isinstance(result, (tuple, list)) else [result]
     lines = [f"graph {graph_number(call.name)} returned {len(values)} "
