@@ -99,7 +99,7 @@ class Session(Commands, DynamoCommands):
     def print_stop(self, stop: Stop) -> None:
         for bp in stop.breakpoints:
             if bp.kind == "catch":
-                self.write(f"Catchpoint {bp.number} ({bp.target.describe()}), hit {bp.hits}")
+                self.write(f"Catchpoint {bp.number} ({bp.target.event}), hit {bp.hits}")  # type: ignore[attr-defined]
             else:
                 self.write(f"Breakpoint {bp.number} at {bp.target.describe()}, hit {bp.hits}")
         if stop.exception is not None:
