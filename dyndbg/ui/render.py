@@ -96,6 +96,18 @@ def stack_lines(stack: list[object] | None, note: str) -> list[str]:
     return lines
 
 
+def stack_brief(stack: list[object] | None, note: str, shown: int = 3) -> str:
+    """One line: depth and the top few values (top last)."""
+    if stack is None:
+        return f"stack: {note}"
+    if not stack:
+        return "stack: empty"
+    items = [summarize(v, 28) for v in stack[-shown:]]
+    more = "… | " if len(stack) > shown else ""
+    label = f"stack[{len(stack)}]" + (f" ({note})" if note else "")
+    return f"{label}: {more}{' | '.join(items)}"
+
+
 def frame_line(frame: types.FrameType, generated: tuple[str, CodeInfo] | None) -> str:
     """One line of `where`: generated frames show their label and instruction."""
     code = frame.f_code

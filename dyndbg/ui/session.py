@@ -108,6 +108,7 @@ class Session(Commands, DynamoCommands):
             self.write(f"!! raised at instr {stop.instr.index} @{stop.instr.offset} "
                        f"{stop.instr.opname} in {stop.entry.label()}; 'c' lets it propagate")
         self.write(render.location(stop, self.renamer(stop.frame)))
+        self.write("  " + render.stack_brief(stop.stack, stop.stack_note))
         if stop.first_in_frame and stop.exception is None:
             explanation = self.entry_explanation()
             if explanation:
