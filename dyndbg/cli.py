@@ -18,7 +18,8 @@ import types
 from dyndbg import __version__
 from dyndbg.ownframes import is_own_frame
 
-USAGE = "python -m dyndbg [-c COMMAND]... [--out FILE] (SCRIPT | -m MODULE) [ARGS...]"
+USAGE = ("python -m dyndbg [-c COMMAND]... [--out FILE] [--no-color] "
+         "(SCRIPT | -m MODULE) [ARGS...]")
 DESCRIPTION = """\
 Run a Python script and stop in the bytecode that TorchDynamo (torch.compile)
 generates: the transformed code of compiled functions and the resume functions
@@ -38,6 +39,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="run a library module as a script, as python -m")
     parser.add_argument("--out", metavar="FILE",
                         help="write the debugger's own output to FILE instead of stdout")
+    parser.add_argument("--no-color", action="store_true",
+                        help="no colours, toolbar or escape codes (also: NO_COLOR set)")
     parser.add_argument("--version", action="version", version=f"dyndbg {__version__}")
     parser.add_argument("target", nargs="?", metavar="SCRIPT", help="the script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
@@ -106,7 +109,7 @@ def _run(args: argparse.Namespace, target_argv: list[str], code: types.CodeType 
             out = open(args.out, "w", encoding="utf-8", buffering=1)
         except OSError as error:
             return _fail(f"can't write {args.out!r}: {error}")
-    attach(out, args.command)
+    attach(out, args.command, args.no_color)
 
     sys.argv[:] = target_argv
     try:

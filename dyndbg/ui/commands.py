@@ -11,7 +11,7 @@ from dyndbg.cpython import SILENT_OPNAMES
 from dyndbg.dynamo.names import GRAPH_NAME
 from dyndbg.engine.breakpoints import (Breakpoint, CatchTarget, FunctionTarget, GraphCallTarget,
                                        InstructionTarget, LineTarget, ResumeTarget, Target)
-from dyndbg.ui import render
+from dyndbg.ui import render, values
 from dyndbg.ui.values import summarize, type_name
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ class Commands:
         ("dynamo", ["graph", "guards", "cache"]),
         ("looking", ["stack", "locals", "globals", "p", "pp", "display", "undisplay",
                      "where", "up", "down", "list", "longlist", "source"]),
-        ("other", ["help"]),
+        ("other", ["sticky", "set", "help"]),
     ]
 
     # -- running ----------------------------------------------------------------------
@@ -466,7 +466,7 @@ class Commands:
         offsets = self.engine.breakpoints.at_code(entry, info)
         rename = (lambda text: text) if raw else self.renamer(self.frame)
         for line in render.disassembly(info, first, last, current, offsets, rename):
-            self.write(line)
+            self.write(self.highlighter.disassembly_line(line))
 
     def do_source(self: "Session", arg: str) -> None:
         """source [CONTEXT]
@@ -490,10 +490,50 @@ class Commands:
             if not text:
                 break
             marker = "->" if number == line else "  "
-            self.write(f"{marker} {number:>5}  {text.rstrip()}")
+            self.write(f"{marker} {number:>5}  {self.highlighter.python(text.rstrip())}")
             shown = True
         if not shown:
             raise CommandError(f"source not available for {filename}")
+
+    def do_sticky(self: "Session", arg: str) -> None:
+        """sticky
+        Toggle sticky mode: at every stop, show the instructions around the
+        current one, the value stack and the locals together (as pdb++)."""
+        self.sticky = not self.sticky
+        self.write(f"sticky mode {'on' if self.sticky else 'off'}")
+        if self.sticky and self.stop is not None:
+            self.print_sticky(self.stop)
+
+    def do_set(self: "Session", arg: str) -> None:
+        """set [OPTION [on|off|VALUE]]
+        Options: vi (Vi keys at the prompt; off means Emacs keys), sticky,
+        color, width (characters of a value shown in summaries).
+        With no argument, show the options."""
+        words = arg.split()
+        if not words:
+            self.write(f"vi {'on' if getattr(self, '_vi', False) else 'off'}, "
+                       f"sticky {'on' if self.sticky else 'off'}, "
+                       f"color {'on' if self.highlighter.enabled else 'off'}, "
+                       f"width {values.width()}")
+            return
+        option, value = words[0], (words[1] if len(words) > 1 else "on")
+        if option == "width":
+            values.set_width(_int(value, "width"))
+        elif value not in ("on", "off"):
+            raise CommandError(f"set {option} takes on or off")
+        elif option in ("vi", "emacs"):
+            on = (value == "on") == (option == "vi")
+            if not hasattr(self.reader, "set_vi"):
+                raise CommandError("vi keys need the terminal prompt (not in plain mode)")
+            self.reader.set_vi(on)  # type: ignore[union-attr]
+            self._vi = on
+        elif option == "sticky":
+            self.sticky = value == "on"
+        elif option == "color":
+            self.highlighter.enabled = value == "on" and self.color
+        else:
+            raise CommandError(f"unknown option {option!r} (vi, sticky, color, width)")
+        self.write(f"{option} {value}")
 
     # -- help -------------------------------------------------------------------------------------
     def do_help(self: "Session", arg: str) -> None:

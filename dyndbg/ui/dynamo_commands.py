@@ -54,8 +54,7 @@ class DynamoCommands:
             if code is None:
                 raise CommandError(f"no inductor output code for graph {graph_number(name)} "
                                    "(only graphs compiled by inductor have it)")
-            for line in code.splitlines():
-                self.write(line)
+            self.write(self.highlighter.python(code))
             return
         info = graphs.graph_info(name, value)
         if info is None:
@@ -64,8 +63,7 @@ class DynamoCommands:
                    f"{len(info.placeholders)} inputs, {len(info.outputs)} outputs")
         if info.note:
             self.write(f"  ({info.note})")
-        for line in info.code.splitlines():
-            self.write(line)
+        self.write(self.highlighter.python(info.code))
 
     # -- cache entries and guards ----------------------------------------------------------
     def _selected_entry(self: "Session") -> "GeneratedCode":

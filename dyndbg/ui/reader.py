@@ -42,7 +42,8 @@ class ScriptedReader:
 
 
 class TerminalReader:
-    """Reads from a terminal with input() (readline editing where available)."""
+    """Reads from a terminal with input(): the plain mode (--no-color, NO_COLOR),
+    which sends no colour or toolbar escapes of its own."""
 
     interactive = True
 
@@ -57,8 +58,9 @@ class TerminalReader:
             return "quit"
 
 
-def make_reader(out: TextIO, write: Callable[[str], None]) -> ScriptedReader | TerminalReader:
+def is_terminal(out: TextIO) -> bool:
     stdin = sys.stdin
-    if stdin is not None and stdin.isatty() and out.isatty():
-        return TerminalReader(write)
-    return ScriptedReader(stdin, write)
+    try:
+        return stdin is not None and stdin.isatty() and out.isatty()
+    except (AttributeError, ValueError):
+        return False

@@ -29,13 +29,13 @@ def instruction_text(instr: Instr, rename: Rename = _same) -> str:
     return f"{instr.opname:<20} {argument}".rstrip()
 
 
-def location(stop: Stop, rename: Rename = _same) -> str:
+def location(stop: Stop, rename: Rename = _same, highlight: Rename = _same) -> str:
     """`> f [0/0]  instr 14 @30  LOAD_FAST x   graph_break.py:9  a = x.sin() + y`"""
     instr = stop.instr
     source = stop.info.source_line(instr.line)
     where = f"{short_path(stop.frame.f_code.co_filename)}:{instr.line}" if instr.line else ""
     return (f"> {stop.entry.label()}  instr {instr.index}/{len(stop.info)} @{instr.offset}  "
-            f"{instruction_text(instr, rename):<34} {where}  {source}").rstrip()
+            f"{instruction_text(instr, rename):<34} {where}  {highlight(source)}").rstrip()
 
 
 def effect(stop: Stop) -> str | None:

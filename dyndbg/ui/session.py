@@ -16,7 +16,9 @@ from dyndbg.ownframes import is_own_frame
 from dyndbg.ui import boundaries, render
 from dyndbg.ui.commands import CommandError, Commands
 from dyndbg.ui.dynamo_commands import DynamoCommands
-from dyndbg.ui.reader import make_reader, printable
+from dyndbg.ui.reader import ScriptedReader, TerminalReader, is_terminal, printable
+from dyndbg.ui.style import Highlighter, wants_color
+from dyndbg.ui.terminal import PromptReader
 from dyndbg.ui.values import safe_repr
 
 if TYPE_CHECKING:
@@ -26,9 +28,20 @@ if TYPE_CHECKING:
 class Session(Commands, DynamoCommands):
     prompt = "(dyndbg) "
 
-    def __init__(self, out: TextIO, commands: list[str] | None = None) -> None:
+    def __init__(self, out: TextIO, commands: list[str] | None = None,
+                 no_color: bool = False) -> None:
         self.out = out
-        self.reader = make_reader(out, self.write)
+        terminal = is_terminal(out)
+        self.color = terminal and wants_color(out, no_color)
+        self.highlighter = Highlighter(self.color)
+        self.sticky = False
+        self.reader: ScriptedReader | TerminalReader | PromptReader
+        if self.color:
+            self.reader = PromptReader(self, self.write)
+        elif terminal:
+            self.reader = TerminalReader(self.write)
+        else:
+            self.reader = ScriptedReader(sys.stdin, self.write)
         self.pending: list[str] = list(commands or [])
         self.engine: "Engine"  # set by the caller once the engine exists
         self.last_command = ""
@@ -107,7 +120,9 @@ class Session(Commands, DynamoCommands):
             self.write(f"!! {type(exc).__name__}: {safe_repr(exc) if not str(exc) else exc}")
             self.write(f"!! raised at instr {stop.instr.index} @{stop.instr.offset} "
                        f"{stop.instr.opname} in {stop.entry.label()}; 'c' lets it propagate")
-        self.write(render.location(stop, self.renamer(stop.frame)))
+        if self.sticky:
+            self.print_sticky(stop)
+        self.write(render.location(stop, self.renamer(stop.frame), self.highlighter.python))
         self.write("  " + render.stack_brief(stop.stack, stop.stack_note))
         if stop.first_in_frame and stop.exception is None:
             explanation = self.entry_explanation()
@@ -124,6 +139,34 @@ class Session(Commands, DynamoCommands):
         for line in lines:
             self.write(line)
         self.show_displays()
+
+    def print_sticky(self, stop: Stop) -> None:
+        """pdb++'s sticky mode: the code, the stack, the locals and the source together."""
+        if self.color:
+            self.out.write("\x1b[2J\x1b[H")  # a fresh screen at every stop
+        current = stop.instr.index
+        offsets = self.engine.breakpoints.at_code(stop.entry, stop.info)
+        for line in render.disassembly(stop.info, current - 6, current + 6, current, offsets,
+                                       self.renamer(stop.frame)):
+            self.write(self.highlighter.disassembly_line(line))
+        for line in render.stack_lines(stop.stack, stop.stack_note):
+            self.write(line)
+        self.do_locals("")
+        self.write("-" * 40)
+
+    def toolbar_text(self) -> str:
+        """function [compile id] | instr i/N | stack depth | breakpoints | mode"""
+        stop = self.stop
+        if stop is None:
+            return ""
+        depth = "?" if stop.stack is None else str(len(stop.stack))
+        count = len(self.engine.breakpoints)
+        return (f" {stop.entry.label()} | instr {stop.instr.index}/{len(stop.info)} | "
+                f"stack {depth} | {count} breakpoint{'s' if count != 1 else ''} | "
+                f"{self.engine.mode.kind}{' | sticky' if self.sticky else ''} ")
+
+    def command_names(self) -> list[str]:
+        return [n[3:] for n in dir(self) if n.startswith("do_")] + list(self.ALIASES)
 
     def show_displays(self) -> None:
         for number, expression in self.displays.items():

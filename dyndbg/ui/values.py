@@ -15,6 +15,15 @@ _DTYPE_SHORT = {
     "bool": "b8", "complex64": "c64", "complex128": "c128",
 }
 DEFAULT_WIDTH = 80
+_width = [DEFAULT_WIDTH]   # `set width N`
+
+
+def width() -> int:
+    return _width[0]
+
+
+def set_width(value: int) -> None:
+    _width[0] = max(20, value)
 
 
 def safe_repr(value: object) -> str:
@@ -24,8 +33,9 @@ def safe_repr(value: object) -> str:
         return f"<repr failed: {type(error).__name__}: {error}>"
 
 
-def cut(text: str, width: int = DEFAULT_WIDTH) -> str:
+def cut(text: str, width: int | None = None) -> str:
     """One line of at most ~width characters; a cut shows … and the full length."""
+    width = width or _width[0]
     text = text.replace("\n", " ")
     if len(text) <= width:
         return text
@@ -70,7 +80,7 @@ def _number(v: object) -> str:
     return str(v)
 
 
-def summarize(value: object, width: int = DEFAULT_WIDTH) -> str:
+def summarize(value: object, width: int | None = None) -> str:
     if value is NULL:
         return "<NULL>"
     tensor = _tensor_type()

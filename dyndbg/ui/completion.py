@@ -1,0 +1,117 @@
+"""Tab completion that knows where the debugger is stopped: command names,
+breakpoint targets (graphs, resume functions, compiled functions seen so far),
+file names after `break`, and names, attributes and keys in the current frame."""
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+from typing import TYPE_CHECKING, Iterable
+
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion, PathCompleter
+from prompt_toolkit.document import Document
+
+from dyndbg.dynamo.names import GRAPH_NAME, graph_number
+
+if TYPE_CHECKING:
+    from dyndbg.ui.session import Session
+
+_BREAK_COMMANDS = {"b", "break", "tbreak", "cl", "clear"}
+_ATTRIBUTE = re.compile(r"([A-Za-z_][\w.]*)\.(\w*)$")
+_KEY = re.compile(r"([A-Za-z_][\w.]*)\[(['\"]?)([^\]'\"]*)$")
+_NAME = re.compile(r"([A-Za-z_]\w*)$")
+
+
+class DebuggerCompleter(Completer):
+    def __init__(self, session: "Session") -> None:
+        self.session = session
+        self._paths = PathCompleter(expanduser=True)
+
+    def get_completions(self, document: Document,
+                        complete_event: CompleteEvent) -> Iterable[Completion]:
+        try:
+            yield from self._completions(document, complete_event)
+        except Exception:  # noqa: BLE001 - completion must never break the prompt
+            return
+
+    def _completions(self, document: Document, event: CompleteEvent) -> Iterable[Completion]:
+        text = document.text_before_cursor
+        if " " not in text.lstrip():
+            word = text.lstrip()
+            yield from _matching(word, sorted(self.session.command_names()))
+            yield from _matching(word, self._frame_names())
+            return
+        command, _, argument = text.lstrip().partition(" ")
+        if command in _BREAK_COMMANDS:
+            argument = argument.lstrip()
+            if "/" in argument or argument.endswith(".py") or argument.startswith("."):
+                yield from self._paths.get_completions(Document(argument), event)
+                return
+            yield from _matching(argument, self.break_targets())
+            return
+        yield from self._expression(text, event)
+
+    def break_targets(self) -> list[str]:
+        """Names `break` accepts, from the code dynamo has generated so far."""
+        engine = self.session.engine
+        targets: set[str] = {"resume"}
+        for entry in engine.registry.entries():
+            targets.add(entry.function)
+            if entry.qualname != entry.function:
+                targets.add(entry.qualname)
+            for name in entry.code.co_names:
+                if GRAPH_NAME.fullmatch(name):
+                    targets.add(f"graph {graph_number(name)}")
+                    targets.add(name)
+        return sorted(targets)
+
+    def _frame_names(self) -> list[str]:
+        session = self.session
+        if session.stop is None:
+            return []
+        names = set(session.frame_locals()) | set(session.frame.f_globals)
+        names |= set(dir(builtins)) | set(keyword.kwlist) | {"__stack__", "__frame__"}
+        return sorted(names)
+
+    def _expression(self, text: str, event: CompleteEvent) -> Iterable[Completion]:
+        key = _KEY.search(text)
+        if key:
+            container = self._evaluate(key.group(1))
+            if isinstance(container, dict):
+                quote, typed = key.group(2), key.group(3)
+                for k in list(container):
+                    if quote:  # d['ab  -> the rest of a string key, closed
+                        if isinstance(k, str) and k.startswith(typed):
+                            yield Completion(f"{k}{quote}]", start_position=-len(typed))
+                    elif repr(k).startswith(typed):  # d[  -> any key, as Python
+                        yield Completion(f"{k!r}]", start_position=-len(typed))
+            return
+        attribute = _ATTRIBUTE.search(text)
+        if attribute:
+            obj = self._evaluate(attribute.group(1))
+            if obj is not None:
+                yield from _matching(attribute.group(2), sorted(dir(obj)))
+            return
+        name = _NAME.search(text)
+        if name:
+            yield from _matching(name.group(1), self._frame_names())
+
+    def _evaluate(self, expression: str) -> object:
+        """A dotted name in the stopped frame (attributes are read, nothing called)."""
+        parts = expression.split(".")
+        namespace = self.session.namespace()
+        if parts[0] in namespace:
+            obj = namespace[parts[0]]
+        elif parts[0] in self.session.frame.f_globals:
+            obj = self.session.frame.f_globals[parts[0]]
+        else:
+            obj = getattr(builtins, parts[0], None)
+        for part in parts[1:]:
+            obj = getattr(obj, part, None)
+        return obj
+
+
+def _matching(prefix: str, candidates: Iterable[str]) -> Iterable[Completion]:
+    for candidate in candidates:
+        if candidate.startswith(prefix) and candidate != prefix:
+            yield Completion(candidate, start_position=-len(prefix))
