@@ -29,15 +29,17 @@ class Session(Commands, DynamoCommands):
     prompt = "(dyndbg) "
 
     def __init__(self, out: TextIO, commands: list[str] | None = None,
-                 no_color: bool = False) -> None:
+                 no_color: bool = False, terminal_io: tuple | None = None) -> None:
+        """terminal_io: (input, output) for prompt-toolkit instead of the real
+        terminal, as its test harness provides (create_pipe_input, DummyOutput)."""
         self.out = out
-        terminal = is_terminal(out)
-        self.color = terminal and wants_color(out, no_color)
+        terminal = terminal_io is not None or is_terminal(out)
+        self.color = terminal and (terminal_io is not None or wants_color(out, no_color))
         self.highlighter = Highlighter(self.color)
         self.sticky = False
         self.reader: ScriptedReader | TerminalReader | PromptReader
         if self.color:
-            self.reader = PromptReader(self, self.write)
+            self.reader = PromptReader(self, self.write, *(terminal_io or (None, None)))
         elif terminal:
             self.reader = TerminalReader(self.write)
         else:
