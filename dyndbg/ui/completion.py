@@ -12,6 +12,7 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion, Path
 from prompt_toolkit.document import Document
 
 from dyndbg.dynamo.names import GRAPH_NAME, graph_number
+from dyndbg.ui.values import summarize
 
 if TYPE_CHECKING:
     from dyndbg.ui.session import Session
@@ -65,6 +66,13 @@ class DebuggerCompleter(Completer):
                     targets.add(name)
         return sorted(targets)
 
+    def _meta(self, name: str) -> str:
+        """The value summary shown beside a name in the completion menu."""
+        namespace = self.session.namespace()
+        if name in namespace:
+            return summarize(namespace[name], 40)
+        return ""
+
     def _frame_names(self) -> list[str]:
         session = self.session
         if session.stop is None:
@@ -94,7 +102,9 @@ class DebuggerCompleter(Completer):
             return
         name = _NAME.search(text)
         if name:
-            yield from _matching(name.group(1), self._frame_names())
+            for completion in _matching(name.group(1), self._frame_names()):
+                yield Completion(completion.text, completion.start_position,
+                                 display_meta=self._meta(completion.text))
 
     def _evaluate(self, expression: str) -> object:
         """A dotted name in the stopped frame (attributes are read, nothing called)."""

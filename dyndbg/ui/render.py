@@ -102,7 +102,7 @@ def stack_brief(stack: list[object] | None, note: str, shown: int = 3) -> str:
         return f"stack: {note}"
     if not stack:
         return "stack: empty"
-    items = [summarize(v, 28) for v in stack[-shown:]]
+    items = [summarize(v, 44) for v in stack[-shown:]]
     more = "… | " if len(stack) > shown else ""
     label = f"stack[{len(stack)}]" + (f" ({note})" if note else "")
     return f"{label}: {more}{' | '.join(items)}"

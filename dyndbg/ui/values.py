@@ -85,19 +85,19 @@ def _tensor_type():  # type: ignore[no-untyped-def]
 
 
 def type_name(value: object) -> str:
-    if value is NULL:
-        return ""
+    """The type column of stack and locals listings: empty where the summary
+    already names it (tensors, NULL)."""
     tensor = _tensor_type()
-    if tensor is not None and isinstance(value, tensor):
-        return type(value).__name__
+    if value is NULL or tensor is not None and isinstance(value, tensor):
+        return ""
     return type(value).__name__
 
 
 def tensor_summary(t) -> str:  # type: ignore[no-untyped-def]
-    """`f32[3, 4] cpu grad [0., 1., 2., …]` without formatting the whole tensor."""
+    """`Tensor f32[3, 4] cpu grad [0, 1, 2, 3, …]` without formatting the whole tensor."""
     try:
         dtype = _DTYPE_SHORT.get(str(t.dtype).replace("torch.", ""), str(t.dtype))
-        text = f"{dtype}{list(t.shape)} {t.device.type}"
+        text = f"{type(t).__name__} {dtype}{list(t.shape)} {t.device.type}"
         if t.requires_grad:
             text += " grad"
         torch = sys.modules["torch"]
