@@ -28,6 +28,7 @@ class GeneratedCode:
     original: types.CodeType | None      # the code dynamo transformed, if any
     compile_id: str | None               # "0/1" as in TORCH_LOGS; None if never compiled
     serial: int                          # registration order, for stable listings
+    runs: int = 0                        # times it started running, as far as seen
     extra: dict = field(default_factory=dict)  # per-code caches owned by other modules
 
     @property
@@ -76,6 +77,12 @@ class Registry:
             entry = GeneratedCode(code, "resume", None, None, len(self._by_id))
             self._by_id[id(code)] = entry
         return entry
+
+    def note_run(self, code: types.CodeType) -> None:
+        """Count a run of generated code (catch compile fires on the first)."""
+        entry = self.get(code)
+        if entry is not None:
+            entry.runs += 1
 
     def is_generated(self, code: types.CodeType) -> bool:
         return id(code) in self._by_id or is_resume_name(code.co_name)

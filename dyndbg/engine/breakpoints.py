@@ -209,9 +209,9 @@ class CatchTarget(Target):
         if self.event == "graph-break":
             code = getattr(_called_function(instr, stack), "__code__", None)
             return code is not None and is_resume_name(code.co_name)
-        if id(frame.f_code) in self.caught:
-            return False
-        self.caught.add(id(frame.f_code))   # once per compiled code object
+        if entry.runs > 1 or id(entry.code) in self.caught:
+            return False  # not the first run: compiled before the catchpoint's time
+        self.caught.add(id(entry.code))   # once per compiled code object
         return True
 
     def describe(self) -> str:

@@ -136,6 +136,7 @@ class Engine:
 
     def _on_code_start(self, code: types.CodeType) -> None:
         """torch's C callback: generated code is about to run."""
+        self.registry.note_run(code)
         if not self.detached:
             self._install_trace()
 
@@ -161,6 +162,8 @@ class Engine:
         try:
             if self.detached or not self.registry.is_generated(frame.f_code):
                 return None
+            if not self.hooks.has_callback or self.registry.get(frame.f_code).kind == "resume":  # type: ignore[union-attr]
+                self.registry.note_run(frame.f_code)  # runs the C callback does not see
             self._active.append(frame)
             # Its arguments as the guards saw them, before the code changes them.
             self._entry_locals[id(frame)] = dict(frame.f_locals)

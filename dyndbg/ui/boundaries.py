@@ -55,7 +55,7 @@ def _graph_inputs(stop: Stop, name: str, site: CallSite) -> list[str]:
              f"with {len(site.args)} input{'s' if len(site.args) != 1 else ''}:"]
     placeholders = info.placeholders if info is not None else []
     for i, value in enumerate(site.args):
-        feeds = f"{placeholders[i].name} {placeholders[i].describe()}" \
+        feeds = f"{placeholders[i].name}: {placeholders[i].describe()}" \
             if i < len(placeholders) else "?"
         lines.append(f"  in {i:<3} {feeds:<28} {summarize(value, 60)}")
     if info is None or info.note:

@@ -214,10 +214,19 @@ class Commands:
             self.write(bp.describe(self._resolution(bp)))
 
     def do_break(self: "Session", arg: str) -> None:
-        """b(reak) [INDEX | @OFFSET | FILE:LINE] [, CONDITION]
-        Stop at an instruction of the current code object (by index or byte
-        offset), or at every generated instruction for a source line, now or in
-        code compiled later. With no argument, list breakpoints."""
+        """b(reak) [LOCATION] [, CONDITION]
+        LOCATION is one of:
+          INDEX, @OFFSET        an instruction of the current code object
+          FILE:LINE             where generated code enters that source line
+          graph N, __compiled_fn_N[_uuid], __compiled_fn_*
+                                the call of a compiled graph, from any frame
+          resume, torch_dynamo_resume_in_f*, __resume_at_*
+                                entry to resume functions
+          FUNC, Class.method, module.FUNC
+                                entry to the transformed code of a function
+        Names may be globs and may name code not compiled yet: the breakpoint
+        stays pending until dynamo compiles it. With no argument, list
+        breakpoints with their state, condition and hit count."""
         self._add_breakpoint(arg, temporary=False)
 
     def do_tbreak(self: "Session", arg: str) -> None:

@@ -59,8 +59,10 @@ class DynamoCommands:
         info = graphs.graph_info(name, value)
         if info is None:
             raise CommandError(f"{name} is not a compiled graph")
+        inputs, outputs = len(info.placeholders), len(info.outputs)
         self.write(f"graph {info.number} ({name}), backend {info.backend or 'unknown'}, "
-                   f"{len(info.placeholders)} inputs, {len(info.outputs)} outputs")
+                   f"{inputs} input{'s' if inputs != 1 else ''}, "
+                   f"{outputs} output{'s' if outputs != 1 else ''}")
         if info.note:
             self.write(f"  ({info.note})")
         self.write(self.highlighter.python(info.code))

@@ -1,0 +1,627 @@
+"""The terminal front end: prompt-toolkit keys, completion, history, colours,
+the toolbar, plain mode, sticky mode and `set width`.
+
+Everything runs for real, in subprocesses (dyndbg's trace hooks must not leak
+into pytest): a driver script that attaches dyndbg in-process with
+prompt-toolkit's own test harness (create_pipe_input + DummyOutput) and runs a
+real torch.compile(backend="eager") function with a graph break; the real CLI
+in a pseudo-terminal (pexpect); the real CLI with commands on a pipe.
+
+Keys for the pipe harness are sent by a feeder thread in the driver, one group
+per prompt, each group only once that prompt is running, with a short pause
+between keys: Tab completion and history loading run as background tasks in
+prompt-toolkit, so "b __comp\\t\\r" sent as one burst is accepted before the
+completion lands (exactly as a paste would be in a real terminal).
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, SAMPLES
+
+pexpect = pytest.importorskip("pexpect")
+
+GRAPH_BREAK = SAMPLES / "graph_break.py"
+PROMPT = "(dyndbg) "
+TIMEOUT = 120
+RESULT_MARK = "@@RESULT@@ "
+GRAPH_FN = r"__compiled_fn_\d+_[0-9a-f]{8}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{12}"
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]")
+CTRL_C, CTRL_D, UP = "\x03", "\x04", "\x1b[A"
+
+# -- the in-process driver (prompt-toolkit's pipe input) -----------------------------------
+
+DRIVER = r'''
+"""dyndbg attached in-process, prompt-toolkit reading keys from a pipe."""
+import io, json, os, sys, threading, time
+
+import torch
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+
+from dyndbg.attach import attach
+from dyndbg.engine.debugger import DyndbgQuit
+
+FEED = json.loads(sys.argv[1])   # one list of key chunks per prompt
+engine = None
+prompts = [0]
+probes = []
+
+
+def probe(*texts):
+    """Called from the (dyndbg) prompt: the completer of the live session at this stop."""
+    from dyndbg.ui.completion import DebuggerCompleter
+    completer = DebuggerCompleter(engine.frontend)
+    for text in texts:
+        found = completer.get_completions(Document(text), CompleteEvent(completion_requested=True))
+        probes.append({"text": text, "label": engine.frontend.stop.entry.label(),
+                       "completions": [[c.text, c.start_position] for c in found]})
+
+
+@torch.compile(backend="eager")
+def f(x, weights, d):
+    a = x.sin() + weights + d["alpha"]   # graph 1
+    print("graph break here")            # graph break
+    b = a * 2 + x.cos() + d["beta"]      # graph 2, in the resume function
+    return b.sum()
+
+
+def feeder(inp, reader):
+    for number, chunks in enumerate(FEED):
+        deadline = time.monotonic() + 60
+        while prompts[0] <= number or not reader.prompt_session.app.is_running:
+            if time.monotonic() > deadline:
+                print(f"FEEDER: prompt {number + 1} never came", flush=True)
+                return
+            time.sleep(0.02)
+        for chunk in chunks:
+            time.sleep(0.3)   # let a completion or the history load land first
+            inp.send_text(chunk)
+    # More prompts than planned: say so, and end the session (Ctrl-D quits).
+    while True:
+        if prompts[0] > len(FEED) and reader.prompt_session.app.is_running:
+            print(f"FEEDER: unplanned prompt {prompts[0]}", flush=True)
+            inp.send_text("\x04")
+            return
+        time.sleep(0.05)
+
+
+out = io.StringIO()
+status = "completed"
+with create_pipe_input() as inp:
+    engine = attach(out, [], False, terminal_io=(inp, DummyOutput()))
+    reader = engine.frontend.reader
+    real_read = reader.read
+
+    def counting_read(prompt):   # counts prompts; the reading itself is untouched
+        prompts[0] += 1
+        return real_read(prompt)
+
+    reader.read = counting_read
+    threading.Thread(target=feeder, args=(inp, reader), daemon=True).start()
+    try:
+        for _ in range(2):
+            result = f(torch.arange(4.0), torch.ones(4), {"alpha": 1, "beta": 2})
+        print("PROGRAM DONE", round(float(result), 4), flush=True)
+    except DyndbgQuit:
+        status = "quit"
+    finally:
+        engine.detach()
+print("@@RESULT@@ " + json.dumps({"status": status, "prompts": prompts[0],
+                                  "transcript": out.getvalue(), "probes": probes}), flush=True)
+'''
+
+
+def _env(home: Path, **extra: str | None) -> dict[str, str]:
+    env = dict(os.environ)
+    for name in ("NO_COLOR", "PYTHONBREAKPOINT", "DYNDBG_HISTORY", "DYNDBG_NO_CALLBACK"):
+        env.pop(name, None)
+    home.mkdir(parents=True, exist_ok=True)
+    env.update(PYTHONUNBUFFERED="1", HOME=str(home), PYTHONPATH=str(ROOT))
+    for name, value in extra.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
+def run_driver(tmp_path: Path, feed: list[list[str]], **env: str | None) -> dict:
+    """Run the driver with one group of keys per prompt; its result, stdout and stderr."""
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER)
+    try:
+        proc = subprocess.run([sys.executable, str(driver), json.dumps(feed)],
+                              capture_output=True, text=True, cwd=ROOT, timeout=TIMEOUT,
+                              env=_env(tmp_path / "home", **env))
+    except subprocess.TimeoutExpired as error:
+        pytest.fail(f"the driver hung (keys {feed!r}); output so far:\n{error.stdout!r}")
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_MARK)]
+    assert lines, (f"driver gave no result (rc {proc.returncode})\nstdout:\n{proc.stdout[-3000:]}"
+                   f"\nstderr:\n{proc.stderr[-3000:]}")
+    result = json.loads(lines[-1][len(RESULT_MARK):])
+    result.update(stdout=proc.stdout, stderr=proc.stderr, returncode=proc.returncode)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "FEEDER:" not in proc.stdout, proc.stdout[-3000:]
+    return result
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def _history_commands(path: Path) -> list[str]:
+    """prompt-toolkit's FileHistory format: '+' before each line of an entry."""
+    return [line[1:] for line in path.read_text().splitlines() if line.startswith("+")]
+
+
+# -- 1. keys through prompt-toolkit: Tab, Ctrl-C, Ctrl-D ------------------------------------
+
+@pytest.fixture(scope="module")
+def keys_session(tmp_path_factory) -> dict:
+    """DYNDBG_HISTORY unset: the history goes to $HOME/.dyndbg_history."""
+    tmp_path = tmp_path_factory.mktemp("keys")
+    feed = [
+        ["b __comp", "\t", "\r"],     # one candidate: Tab completes it
+        ["p x.sig", "\t", "\r"],      # sigmoid, sigmoid_: Tab inserts the common part
+        ["st", "\t", "\t", "\r"],     # several, no common part: 2nd Tab picks the first
+        ["junk", CTRL_C],             # Ctrl-C clears the line; the prompt comes back
+        ["p 40+2\r"],
+        ["c\r"],                      # to the breakpoint at the graph call
+        [CTRL_D],                     # Ctrl-D at an empty prompt quits
+    ]
+    result = run_driver(tmp_path, feed)
+    result["home"] = tmp_path / "home"
+    result["planned"] = len(feed)
+    return result
+
+
+def test_tab_completes_single_candidate(keys_session: dict) -> None:
+    transcript = keys_session["transcript"]
+    match = re.search(rf"^Breakpoint 1 at (graph \d+|{GRAPH_FN}) \(resolved: in f \[0/0\]\)$",
+                      transcript, re.M)
+    assert match, ("'b __comp' + Tab should complete to the one graph name dynamo compiled "
+                   f"and set a resolved breakpoint there:\n{transcript}")
+    assert "Breakpoint 1 at __comp " not in transcript
+    hit = re.search(rf"^Breakpoint 1 at (graph \d+|{GRAPH_FN}), hit 1$", transcript, re.M)
+    assert hit, f"'c' should stop at the completed breakpoint:\n{transcript}"
+    assert re.search(r"^graph \d+ \(" + GRAPH_FN + r"\) called from f \[0/0\] with \d+ inputs:",
+                     transcript, re.M), transcript
+
+
+def test_tab_inserts_common_part_and_second_tab_selects(keys_session: dict) -> None:
+    transcript = keys_session["transcript"]
+    # p x.sig<Tab>: sigmoid and sigmoid_ share "moid", which Tab inserts.
+    assert "<built-in method sigmoid of Tensor object" in transcript, transcript
+    # st<Tab><Tab><Enter>: the first candidate (stack) is chosen and run.
+    assert "value stack, depth 0, bottom to top: empty" in transcript, transcript
+    assert "name 'st' is not defined" not in transcript, transcript
+
+
+def test_ctrl_c_clears_line_and_prompts_again(keys_session: dict) -> None:
+    transcript = keys_session["transcript"]
+    assert "junk" not in transcript, f"Ctrl-C should discard the typed line:\n{transcript}"
+    assert "Traceback" not in transcript and "KeyboardInterrupt" not in transcript
+    lines = transcript.splitlines()
+    assert "42" in lines, f"the prompt after Ctrl-C should read the next line:\n{transcript}"
+    # every planned prompt was shown (the Ctrl-C one included), none more
+    assert keys_session["prompts"] == keys_session["planned"], keys_session
+
+
+def test_ctrl_d_quits(keys_session: dict) -> None:
+    transcript = keys_session["transcript"]
+    assert keys_session["status"] == "quit", keys_session["stdout"][-2000:]
+    assert transcript.rstrip().endswith("dyndbg: quitting"), transcript[-2000:]
+    assert "PROGRAM DONE" not in keys_session["stdout"]
+    assert "graph break here" not in keys_session["stdout"]   # quit before the print
+
+
+def test_default_history_file_in_home(keys_session: dict) -> None:
+    history = keys_session["home"] / ".dyndbg_history"
+    assert history.exists(), "without DYNDBG_HISTORY the history goes to ~/.dyndbg_history"
+    assert _mode(history) == 0o600, oct(_mode(history))
+    commands = _history_commands(history)
+    # the completed line, not what was typed before Tab
+    assert any(re.fullmatch(rf"b {GRAPH_FN}", c) for c in commands), commands
+    assert "p 40+2" in commands and "c" in commands, commands
+    assert "junk" not in commands, commands
+
+
+# -- 2. completion candidates at a real stop ----------------------------------------------
+
+PROBE_FIRST = ["brea", "__st", "wei", "x.si", "p x.si", "d[", "p d[", "p d['a", "b ", "b res",
+               "b samples/graph_b", "p nosuchname.si"]
+PROBE_RESUME = ["b ", "p a.sh", "___st"]
+
+
+@pytest.fixture(scope="module")
+def completion_session(tmp_path_factory) -> dict:
+    """The completer at the first stop (f [0/0]) and in the resume function. Run with
+    DYNDBG_HISTORY="" and an empty HOME: no history file may appear anywhere."""
+    tmp_path = tmp_path_factory.mktemp("completion")
+    call = "__import__('__main__').probe({})\r"
+    feed = [
+        [call.format(", ".join(repr(t) for t in PROBE_FIRST))],
+        ["b resume\r"],
+        ["c\r"],
+        [call.format(", ".join(repr(t) for t in PROBE_RESUME))],
+        ["c\r"],
+    ]
+    result = run_driver(tmp_path, feed, DYNDBG_HISTORY="")
+    result["home"] = tmp_path / "home"
+    result["tmp"] = tmp_path
+    by_stop: dict[str, dict[str, list[str]]] = {"first": {}, "resume": {}}
+    for item in result["probes"]:
+        where = "first" if item["label"] == "f [0/0]" else "resume"
+        by_stop[where][item["text"]] = [text for text, _ in item["completions"]]
+    result["by_stop"] = by_stop
+    assert set(by_stop["first"]) == set(PROBE_FIRST), result["transcript"]
+    assert set(by_stop["resume"]) == set(PROBE_RESUME), result["transcript"]
+    return result
+
+
+def test_complete_command_name(completion_session: dict) -> None:
+    assert "break" in completion_session["by_stop"]["first"]["brea"]
+
+
+def test_completion_candidates_are_unique(completion_session: dict) -> None:
+    found = completion_session["by_stop"]["first"]["brea"]
+    assert len(found) == len(set(found)), (
+        f"'brea' completes to {found}: the command `break` and the Python keyword `break` "
+        "both appear, so Tab shows a menu with the same word twice")
+
+
+def test_complete_local_and_special_names(completion_session: dict) -> None:
+    first = completion_session["by_stop"]["first"]
+    assert first["__st"] == ["__stack__"], first["__st"]
+    assert "weights" in first["wei"], first["wei"]            # a local of f
+    resume = completion_session["by_stop"]["resume"]
+    assert "___stack0" in resume["___st"], resume["___st"]    # a resume function parameter
+
+
+def test_complete_attribute_after_command(completion_session: dict) -> None:
+    first = completion_session["by_stop"]["first"]
+    assert "sin" in first["p x.si"] and "sinh" in first["p x.si"], first["p x.si"]
+    assert all(name.startswith("si") for name in first["p x.si"])
+    assert first["p nosuchname.si"] == [], first["p nosuchname.si"]
+    # in the resume function, `a` is the tensor graph 1 returned
+    assert "shape" in completion_session["by_stop"]["resume"]["p a.sh"]
+
+
+def test_complete_attribute_of_bare_python_line(completion_session: dict) -> None:
+    found = completion_session["by_stop"]["first"]["x.si"]
+    assert "sin" in found, (
+        f"'x.si' (a Python line at the prompt, x a tensor local) completes to {found}: a line "
+        "without a space is only matched against command and variable names, so attributes "
+        "complete after 'p ' but not in bare Python")
+
+
+def test_complete_dict_key_after_command(completion_session: dict) -> None:
+    first = completion_session["by_stop"]["first"]
+    assert sorted(first["p d["]) == ["'alpha']", "'beta']"], first["p d["]
+    assert first["p d['a"] == ["alpha']"], first["p d['a"]
+
+
+def test_complete_dict_key_of_bare_python_line(completion_session: dict) -> None:
+    found = completion_session["by_stop"]["first"]["d["]
+    assert sorted(found) == ["'alpha']", "'beta']"], (
+        f"'d[' (a Python line at the prompt, d a dict local) completes to {found}; "
+        "'p d[' completes the keys")
+
+
+def test_complete_break_targets(completion_session: dict) -> None:
+    first = completion_session["by_stop"]["first"]["b "]
+    assert "resume" in first and "f" in first, first
+    assert any(re.fullmatch(r"graph \d+", t) for t in first), first
+    assert any(re.fullmatch(GRAPH_FN, t) for t in first), first
+    # only code compiled so far: the resume function does not exist yet
+    assert not any(t.startswith("torch_dynamo_resume_in_f") for t in first), first
+    assert completion_session["by_stop"]["first"]["b res"] == ["resume"]
+    later = completion_session["by_stop"]["resume"]["b "]
+    assert any(t.startswith("torch_dynamo_resume_in_f_at_") for t in later), later
+    graphs = [t for t in later if re.fullmatch(r"graph \d+", t)]
+    assert len(graphs) == 2, later
+
+
+def test_complete_file_name_after_break(completion_session: dict) -> None:
+    assert completion_session["by_stop"]["first"]["b samples/graph_b"] == ["reak.py"]
+
+
+def test_completion_session_ran_to_the_end(completion_session: dict) -> None:
+    assert completion_session["status"] == "completed"
+    assert "PROGRAM DONE 19.9179" in completion_session["stdout"]
+    assert re.search(r"^Breakpoint 1 at resume, hit 1$", completion_session["transcript"], re.M)
+
+
+def test_empty_dyndbg_history_writes_no_file(completion_session: dict) -> None:
+    home = completion_session["home"]
+    assert list(home.iterdir()) == [], list(home.iterdir())
+    leftovers = [p.name for p in completion_session["tmp"].iterdir()]
+    assert sorted(leftovers) == ["driver.py", "home"], leftovers
+    assert not (ROOT / ".dyndbg_history").exists()
+
+
+# -- 3. history written and read back ------------------------------------------------------
+
+def test_history_written_private_and_recalled_with_up(tmp_path: Path) -> None:
+    history = tmp_path / "history"
+    first = run_driver(tmp_path, [["p 6*7\r"], ["p 'typed' + 'once'\r"], [CTRL_D]],
+                       DYNDBG_HISTORY=str(history))
+    assert "42" in first["transcript"].splitlines(), first["transcript"]
+    assert history.exists(), "DYNDBG_HISTORY names the file to write"
+    assert _mode(history) == 0o600, f"history mode {oct(_mode(history))}, expected 0o600"
+    assert _history_commands(history) == ["p 6*7", "p 'typed' + 'once'"], history.read_text()
+
+    # A new session: Up brings back the last command of the previous one; Up twice the one before.
+    second = run_driver(tmp_path, [[UP, "\r"], [UP, UP, "\r"], [CTRL_D]],
+                        DYNDBG_HISTORY=str(history))
+    lines = second["transcript"].splitlines()
+    assert "'typedonce'" in lines, f"Up + Enter should rerun the last command:\n{second['transcript']}"
+    assert "42" in lines, f"Up Up + Enter should rerun the one before:\n{second['transcript']}"
+    assert lines.index("'typedonce'") < lines.index("42")
+    assert _history_commands(history) == ["p 6*7", "p 'typed' + 'once'", "p 'typed' + 'once'",
+                                          "p 6*7"], history.read_text()
+    assert _mode(history) == 0o600
+
+
+# -- 4. a real pseudo-terminal ---------------------------------------------------------------
+
+class Terminal:
+    """The real CLI in a pty; answers the cursor position requests a terminal answers."""
+
+    READY = r"\d+ breakpoints? \| \w+"   # the end of the toolbar: the prompt is drawn
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.raw = io.StringIO()
+        self.child = pexpect.spawn(sys.executable, ["-m", "dyndbg", *args], cwd=str(ROOT),
+                                   env=env, dimensions=(40, 160), encoding="utf-8",
+                                   codec_errors="replace", timeout=60)
+        self.child.logfile_read = self.raw
+
+    def expect(self, pattern: str) -> None:
+        while True:
+            try:
+                index = self.child.expect([pattern, r"\x1b\[6n"])
+            except (pexpect.TIMEOUT, pexpect.EOF) as error:
+                pytest.fail(f"waiting for {pattern!r}: {type(error).__name__}; screen so far:\n"
+                            f"{self.text()[-3000:]}")
+            if index == 0:
+                return
+            self.child.send("\x1b[20;1R")
+
+    def keys(self, *chunks: str) -> None:
+        for chunk in chunks:   # paced as typing: Tab completion runs as a background task
+            self.child.send(chunk)
+            time.sleep(0.4)
+
+    def finish(self) -> int:
+        try:
+            self.child.expect(pexpect.EOF, timeout=60)
+        except pexpect.TIMEOUT:
+            self.child.terminate(force=True)
+            pytest.fail(f"dyndbg did not exit; screen:\n{self.text()[-3000:]}")
+        self.child.close()
+        return self.child.exitstatus
+
+    def text(self) -> str:
+        return ANSI.sub("", self.raw.getvalue()).replace("\r", "")
+
+
+def test_pty_session_completion_colour_toolbar_stack(tmp_path: Path) -> None:
+    history = tmp_path / "history"
+    term = Terminal([str(GRAPH_BREAK.relative_to(ROOT))],
+                    _env(tmp_path / "home", TERM="xterm-256color", DYNDBG_HISTORY=str(history)))
+    term.expect(Terminal.READY)
+    term.keys("b __comp", "\t", "\r")
+    term.expect(r"Breakpoint 1 at [^\r\n]*\(resolved")
+    term.expect(Terminal.READY)
+    term.keys("c\r")
+    term.expect(r"hit 1")
+    term.expect(Terminal.READY)
+    term.keys("s\r")
+    term.expect(r"instr 21/")
+    term.expect(Terminal.READY)
+    term.keys("stack\r")
+    term.expect(r"value stack, depth")
+    term.expect(Terminal.READY)
+    term.keys("q\r")
+    term.expect("quitting")
+    status = term.finish()
+    raw, text = term.raw.getvalue(), term.text()
+
+    assert status == 0, (status, text[-2000:])
+    # the completion was applied on screen and used
+    assert re.search(rf"\(dyndbg\) b {GRAPH_FN}\n", text), text[-4000:]
+    assert re.search(rf"Breakpoint 1 at (graph \d+|{GRAPH_FN}) \(resolved: in f \[0/0\]\)", text)
+    # colours: the source on the location line is highlighted, the toolbar is reverse video
+    location = re.search(r"> f \[0/0\]  instr 1/\d+ [^\n]*", raw)
+    assert location, raw[:3000]
+    assert re.search(r"\x1b\[(3\d|9\d|38;5;\d+)m", location.group(0)), \
+        f"no colour on the location line: {location.group(0)!r}"
+    assert "\x1b[0;7m" in raw or "\x1b[7m" in raw, "no reverse-video toolbar"
+    # the toolbar: function, instruction, stack depth, breakpoint count, mode
+    assert re.search(r"f \[0/0\] \| instr 1/\d+ \| stack 0 \| 0 breakpoints \| step", text), text
+    assert re.search(r"f \[0/0\] \| instr 1/\d+ \| stack 0 \| 1 breakpoint \| step", text), text
+    assert re.search(r"f \[0/0\] \| instr 21/\d+ \| stack 1 \| 1 breakpoint \| step", text), text
+    # the stop after `s` and the value stack
+    assert re.search(r"graph \d+ returned 1 output:", text), text
+    assert re.search(r"value stack, depth 1, bottom to top:\n    0  tuple +\(tensor\(\[1\.0000, "
+                     r"1\.8415, 1\.9093, 1\.1411\]\),\)", text), text[-3000:]
+    assert "dyndbg: quitting" in text
+    assert "call 0:" not in text and "graph break here" not in text
+    assert "Traceback" not in text
+    assert "doesn't support cursor position requests" not in text
+    # and the history holds what ran
+    assert _mode(history) == 0o600
+    commands = _history_commands(history)
+    assert commands[1:] == ["c", "s", "stack", "q"], commands
+    assert re.fullmatch(rf"b {GRAPH_FN}", commands[0]), commands
+
+
+def test_pty_no_color_uses_plain_input(tmp_path: Path) -> None:
+    """NO_COLOR=1 on a terminal: input(), no prompt-toolkit, no escape codes of dyndbg's."""
+    history = tmp_path / "history"
+    term = Terminal([str(GRAPH_BREAK.relative_to(ROOT))],
+                    _env(tmp_path / "home", TERM="xterm-256color", NO_COLOR="1",
+                         DYNDBG_HISTORY=str(history)))
+    term.expect(re.escape(PROMPT))
+    for command, answer in [("b graph 2", r"Breakpoint 1 at graph 2 \(resolved"),
+                            ("c", r"hit 1"), ("stack", r"value stack, depth 4"),
+                            ("source", r"graph_break|@torch\.compile"),
+                            ("ll", r"LOAD_GLOBAL")]:
+        term.keys(command + "\r")
+        term.expect(answer)
+        term.expect(re.escape(PROMPT))
+    term.keys(CTRL_D)
+    term.expect("quitting")
+    status = term.finish()
+    raw = term.raw.getvalue()
+    assert status == 0, raw[-2000:]
+    stop_lines = [line for line in raw.splitlines() if line.startswith(("> ", "  stack", "    "))]
+    assert stop_lines, raw[-2000:]
+    for line in stop_lines:
+        assert "\x1b[3" not in line and "\x1b[9" not in line, f"colour in plain mode: {line!r}"
+    assert "\x1b" not in raw, f"escape codes with NO_COLOR=1: {raw[:3000]!r}"
+    assert "| instr" not in raw, "a toolbar in plain mode"
+    assert not history.exists(), "plain mode has no prompt-toolkit history"
+
+
+# -- 5, 6. plain mode (stdin a pipe), sticky, set width -------------------------------------
+
+PLAIN_COMMANDS = [
+    "b graph 2", "c",
+    "stack",                 # full width
+    "sticky",                # on: window now
+    "s",                     # window at the stop
+    "s",
+    "sticky",                # off
+    "s",
+    "set width 30",
+    "stack",                 # short now
+    "locals",
+    "source", "ll", "graph", "set color on", "source",
+    "q",
+]
+
+
+def run_plain(tmp_path: Path, options: list[str], commands: list[str]) -> subprocess.CompletedProcess:
+    env = _env(tmp_path / "home", TERM="xterm-256color")
+    try:
+        return subprocess.run([sys.executable, "-m", "dyndbg", *options, str(GRAPH_BREAK)],
+                              input="".join(c + "\n" for c in commands), capture_output=True,
+                              text=True, cwd=ROOT, env=env, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired as error:
+        pytest.fail(f"dyndbg hung: {error.stdout!r}")
+
+
+def segments(transcript: str) -> list[tuple[str, list[str]]]:
+    found: list[tuple[str, list[str]]] = []
+    for line in transcript.splitlines():
+        if line.startswith(PROMPT):
+            found.append((line[len(PROMPT):], []))
+        elif found:
+            found[-1][1].append(line)
+    return found
+
+
+@pytest.fixture(scope="module")
+def plain_session(tmp_path_factory) -> subprocess.CompletedProcess:
+    proc = run_plain(tmp_path_factory.mktemp("plain"), [], PLAIN_COMMANDS)
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr[-3000:]
+    assert [c for c, _ in segments(proc.stdout)] == PLAIN_COMMANDS, proc.stdout[-3000:]
+    return proc
+
+
+def test_plain_scripted_run_has_no_escape_codes(plain_session: subprocess.CompletedProcess) -> None:
+    assert "\x1b" not in plain_session.stdout, repr(plain_session.stdout[:3000])
+    assert "\x1b" not in plain_session.stderr, repr(plain_session.stderr[:3000])
+    assert "dyndbg: quitting" in plain_session.stdout
+
+
+def test_plain_scripted_run_no_color_option(tmp_path: Path) -> None:
+    proc = run_plain(tmp_path, ["--no-color"], ["b graph 2", "c", "sticky", "s", "source", "ll",
+                                                 "graph", "set", "q"])
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr[-3000:]
+    assert "\x1b" not in proc.stdout + proc.stderr, repr(proc.stdout[:3000])
+    assert "->" in proc.stdout and "Breakpoint 1 at graph 2, hit 1" in proc.stdout
+    assert "color off" in proc.stdout
+    assert "dyndbg: quitting" in proc.stdout
+
+
+def _stop_index(lines: list[str]) -> int:
+    for line in lines:
+        match = re.match(r"^> f \[0/0\]  instr (\d+)/", line)
+        if match:
+            return int(match.group(1))
+    raise AssertionError(f"no stop line in {lines}")
+
+
+def _window(lines: list[str]) -> list[str]:
+    return [line for line in lines if re.match(r"^(->|  ) +\d+ @\d+ ", line)]
+
+
+def test_sticky_on_shows_window_stack_and_locals(plain_session: subprocess.CompletedProcess) -> None:
+    segs = segments(plain_session.stdout)
+    (_, on), (_, step1), (_, step2) = segs[3], segs[4], segs[5]
+    assert on[0] == "sticky mode on", on
+    assert [line for line in _window(on) if line.startswith("->")], on   # shown at once
+    for lines in (step1, step2):
+        window = _window(lines)
+        current = [line for line in window if line.startswith("->")]
+        assert len(current) == 1, lines
+        index = _stop_index(lines)
+        assert re.match(rf"^->\s+{index} @\d+ ", current[0]), (index, current)
+        assert len(window) >= 10, window              # instructions either side
+        assert any(line.startswith("value stack, depth") for line in lines), lines
+        assert any(re.match(r"^  x\s", line) for line in lines), lines      # locals
+        assert any(re.match(r"^  y\s", line) for line in lines), lines
+        assert "-" * 40 in lines, lines
+    assert _stop_index(step2) == _stop_index(step1) + 1
+
+
+def test_sticky_again_turns_it_off(plain_session: subprocess.CompletedProcess) -> None:
+    segs = segments(plain_session.stdout)
+    (_, off), (_, step) = segs[6], segs[7]
+    assert off == ["sticky mode off"], off
+    assert _window(step) == [], step
+    assert not any(line.startswith("value stack, depth") for line in step), step
+    assert "-" * 40 not in step
+    assert re.match(r"^> f \[0/0\]  instr \d+/", step[0]), step
+
+
+def test_set_width_shortens_summaries(plain_session: subprocess.CompletedProcess) -> None:
+    segs = dict((i, s) for i, s in enumerate(segments(plain_session.stdout)))
+    assert segs[2][0] == "stack" and segs[8] == ("set width 30", ["width 30"]) \
+        and segs[9][0] == "stack", segs
+    before = segs[2][1]
+    assert any(line.endswith("Tensor f32[4] cpu [0, 1, 2, 3]") for line in before), before
+    # the last step left graph 1's output tuple on the stack
+    after = segs[9][1]
+    value_lines = [line for line in after if re.match(r"^\s+\d+  ", line)]
+    assert value_lines, after
+    for line in value_lines:
+        summary = line[len("    0  tuple          "):]
+        shown = re.sub(r" \(\d+ chars\)$", "", summary)
+        assert len(shown) <= 30, f"width 30 but {len(shown)} characters shown: {line!r}"
+    assert any("…" in line for line in value_lines), value_lines
+    locals_lines = segs[10][1]
+    assert any("… (" in line for line in locals_lines), locals_lines
+
+
+def test_plain_set_color_on_stays_plain(plain_session: subprocess.CompletedProcess) -> None:
+    segs = segments(plain_session.stdout)
+    source = [lines for command, lines in segs if command == "source"]
+    assert len(source) == 2 and source[0] == source[1], source
+    assert not any("\x1b" in line for line in source[1])
