@@ -57,6 +57,7 @@ class Registry:
 
     def __init__(self) -> None:
         self._by_id: dict[int, GeneratedCode] = {}
+        self._transformed_from: set[int] = set()   # id() of originals (kept alive by entries)
 
     def add_transformed(self, original: types.CodeType, new: types.CodeType,
                         compile_id: str | None) -> GeneratedCode:
@@ -64,7 +65,13 @@ class Registry:
             compile_id = compile_id.split("_")[0]  # "0/0_1" is attempt 1 of 0/0
         entry = GeneratedCode(new, "transformed", original, compile_id, len(self._by_id))
         self._by_id[id(new)] = entry
+        if original is not None:
+            self._transformed_from.add(id(original))
         return entry
+
+    def has_transform(self, original: types.CodeType) -> bool:
+        """Dynamo compiled this code (so the C callback sees it run)."""
+        return id(original) in self._transformed_from
 
     def get(self, code: types.CodeType) -> GeneratedCode | None:
         """The entry for `code`, registering a resume function on first sight.

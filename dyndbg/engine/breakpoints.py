@@ -28,6 +28,9 @@ from dyndbg.dynamo.registry import GeneratedCode, is_resume_name
 from dyndbg.engine.codeinfo import CodeInfo, Instr
 
 
+StackReader = Callable[[], "list[object] | None"]   # reads the value stack on demand
+
+
 def entry_offset(info: CodeInfo) -> int | None:
     """The first instruction that can stop (RESUME never does)."""
     for instr in info.instructions:
@@ -45,7 +48,7 @@ class Target:
         raise NotImplementedError
 
     def confirm(self, frame: types.FrameType, entry: GeneratedCode, instr: Instr,
-                stack: list[object] | None) -> bool:
+                stack: StackReader) -> bool:
         return True
 
     def describe(self) -> str:
@@ -85,8 +88,11 @@ class LineTarget(Target):
         return f"{self.filename}:{self.line}"
 
 
-def _called_function(instr: Instr, stack: list[object] | None) -> object:
-    site = call_site(instr.opname, instr.arg, stack) if stack is not None else None
+def _called_function(instr: Instr, stack: StackReader) -> object:
+    if instr.opname not in CALL_OPNAMES:
+        return None
+    values = stack()
+    site = call_site(instr.opname, instr.arg, values) if values is not None else None
     return None if site is None else site.function
 
 
@@ -110,7 +116,7 @@ class GraphCallTarget(Target):
         return call_offsets(info)   # which call is the graph's is confirmed on the stack
 
     def confirm(self, frame: types.FrameType, entry: GeneratedCode, instr: Instr,
-                stack: list[object] | None) -> bool:
+                stack: StackReader) -> bool:
         function = _called_function(instr, stack)
         return function is not None and any(
             frame.f_globals.get(n) is function for n in frame.f_code.co_names
@@ -136,7 +142,7 @@ class ResumeTarget(Target):
         return set() if offset is None else {offset}
 
     def confirm(self, frame: types.FrameType, entry: GeneratedCode, instr: Instr,
-                stack: list[object] | None) -> bool:
+                stack: StackReader) -> bool:
         if not self.pattern.startswith("__resume_at_"):
             return True
         # The global holds the resume function; the running code is it or its transform.
@@ -188,12 +194,16 @@ class FunctionTarget(Target):
 class CatchTarget(Target):
     """`catch compile`: first run of each newly compiled code object;
     `catch recompile`: the same for compile ids after the first (0/1, ...);
-    `catch graph-break`: each call from a frame's code into a resume function."""
+    `catch graph-break`: each call from a frame's code into a resume function;
+    `catch exception`: every exception raised in generated code (all generated
+    frames are traced while it is enabled)."""
 
     event: str                                  # compile, recompile, graph-break
     caught: set[int] = field(default_factory=set)
 
     def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        if self.event == "exception":
+            return set()  # not an instruction: the engine stops at exception events
         if self.event == "graph-break":
             has_resume = any(RESUME_GLOBAL.fullmatch(n) for n in entry.code.co_names)
             return call_offsets(info) if has_resume else set()
@@ -205,7 +215,7 @@ class CatchTarget(Target):
         return set() if offset is None else {offset}
 
     def confirm(self, frame: types.FrameType, entry: GeneratedCode, instr: Instr,
-                stack: list[object] | None) -> bool:
+                stack: StackReader) -> bool:
         if self.event == "graph-break":
             code = getattr(_called_function(instr, stack), "__code__", None)
             return code is not None and is_resume_name(code.co_name)
@@ -216,6 +226,32 @@ class CatchTarget(Target):
 
     def describe(self) -> str:
         return f"catch {self.event}"
+
+
+class ArmingPlan:
+    """Which events a frame needs for its armed instructions to stop.
+
+    A line event fires when execution enters an instruction whose line differs
+    from the previous one's: it reaches an armed instruction that starts a run
+    of its line and is no jump target. Any other armed instruction needs
+    opcode events while its line executes (its line is "hot"); one with no
+    line at all needs them throughout.
+    """
+
+    def __init__(self, offsets: set[int], info: CodeInfo) -> None:
+        self.offsets = offsets
+        self.line_of = {i.offset: i.line for i in info.instructions}
+        reached_by_line: set[int] = set()
+        previous: int | None = None
+        for instr in info.instructions:
+            if instr.opname in SILENT_OPNAMES:
+                continue  # a frame's first line event comes after RESUME (measured)
+            if instr.line is not None and instr.line != previous and not instr.is_jump_target:
+                reached_by_line.add(instr.offset)
+            previous = instr.line
+        unreached = [o for o in offsets if o not in reached_by_line]
+        self.hot_lines = {self.line_of.get(o) for o in unreached}
+        self.all_opcodes = None in self.hot_lines
 
 
 @dataclass
@@ -253,6 +289,8 @@ class BreakpointTable:
         self._by_number: dict[int, Breakpoint] = {}
         self._next_number = 1
         self._offsets_cache: dict[int, dict[int, list[Breakpoint]]] = {}
+        self._armed_cache: dict[int, dict[int, list[Breakpoint]]] = {}
+        self.version = 0    # bumped by every change, for caches derived from the table
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(sorted(self._by_number.values(), key=lambda b: b.number))
@@ -279,6 +317,8 @@ class BreakpointTable:
     def changed(self) -> None:
         """Call after any change to a breakpoint's target or enabled state."""
         self._offsets_cache.clear()
+        self._armed_cache.clear()
+        self.version += 1
 
     def at_code(self, entry: GeneratedCode, info: CodeInfo) -> dict[int, list[Breakpoint]]:
         """offset -> breakpoints armed there (enabled or not), cached per code object."""
@@ -291,8 +331,27 @@ class BreakpointTable:
             self._offsets_cache[id(entry.code)] = cached
         return cached
 
+    def armed(self, entry: GeneratedCode, info: CodeInfo) -> dict[int, list[Breakpoint]]:
+        """offset -> enabled breakpoints there: where an opcode event can stop."""
+        cached = self._armed_cache.get(id(entry.code))
+        if cached is None:
+            cached = {offset: [bp for bp in bps if bp.enabled]
+                      for offset, bps in self.at_code(entry, info).items()
+                      if any(bp.enabled for bp in bps)}
+            self._armed_cache[id(entry.code)] = cached
+        return cached
+
+    def catches_exceptions(self) -> bool:
+        return any(bp.enabled and isinstance(bp.target, CatchTarget)
+                   and bp.target.event == "exception" for bp in self)
+
+    def watches_resume_calls(self) -> bool:
+        """Some enabled breakpoint could stop in a resume function."""
+        return any(bp.enabled and isinstance(bp.target, (ResumeTarget, LineTarget))
+                   for bp in self)
+
     def hit(self, entry: GeneratedCode, info: CodeInfo, frame: types.FrameType, instr: Instr,
-            stack: list[object] | None, evaluate: Callable[[str], object],
+            stack: StackReader, evaluate: Callable[[str], object],
             report: Callable[[str], None]) -> list[Breakpoint]:
         """The breakpoints that take effect at this instruction (bdb's rules).
 

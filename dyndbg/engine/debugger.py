@@ -10,16 +10,23 @@ tracing is suspended entirely.
 """
 from __future__ import annotations
 
+import collections
 import sys
 import types
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Protocol
 
 from dyndbg.cpython import StackUnavailable, read_value_stack, stack_support
 from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
-from dyndbg.engine.breakpoints import BreakpointTable
+from dyndbg.dynamo.names import RESUME_GLOBAL
+from dyndbg.engine.breakpoints import ArmingPlan, BreakpointTable
 from dyndbg.engine.codeinfo import CodeInfo, Instr, code_info
 from dyndbg.engine.stop import Stop
+
+# How much of a generated frame is traced: not at all; its calls only (to see a
+# resume function start); line events, with opcode events only while on a line
+# holding an armed instruction; every instruction (stepping).
+TRACE_NONE, TRACE_CALLS, TRACE_LINES, TRACE_OPCODES = 0, 1, 2, 3
 
 # Exceptions that are control flow, not failures: no stop for these.
 _QUIET_EXCEPTIONS = (StopIteration, StopAsyncIteration, GeneratorExit)
@@ -60,6 +67,10 @@ class Engine:
         self._snapshots: dict[int, list[object]] = {}  # id(frame) -> stack before current instr
         self._entry_locals: dict[int, dict] = {}       # id(frame) -> its arguments at the start
         self._stopped_in: set[int] = set()             # ids of live frames that have stopped
+        self._levels: dict[int, int] = {}              # id(code) -> trace level after continue
+        self.events: collections.Counter[str] = collections.Counter()  # trace events received
+        self._compiled: dict[str, types.CodeType] = {}  # breakpoint conditions
+        self._levels_version = -1                      # breakpoint table version of _levels
         self._stopped_exception: BaseException | None = None
         self._tracing = False
         self._suspended = 0
@@ -93,18 +104,23 @@ class Engine:
     # -- resume modes (set by the front end) -----------------------------------
     def set_step(self, count: int = 1) -> None:
         self.mode = Mode("step", count=count)
+        self._retrace_active()
 
     def set_next(self, frame: types.FrameType, count: int = 1) -> None:
         self.mode = Mode("next", frame, count=count)
+        self._retrace_active()
 
     def set_return(self, frame: types.FrameType) -> None:
         self.mode = Mode("return", frame)
+        self._retrace_active()
 
     def set_until(self, frame: types.FrameType, index: int) -> None:
         self.mode = Mode("until", frame, until_index=index)
+        self._retrace_active()
 
     def set_continue(self) -> None:
         self.mode = Mode("continue")
+        self._retrace_active()
 
     def quit(self) -> None:
         self.detach()
@@ -122,11 +138,17 @@ class Engine:
         return self._snapshots.get(id(frame))
 
     def evaluate_in(self, frame: types.FrameType, expression: str,
-                    stack: list[object] | None = None) -> object:
+                    stack: Callable[[], list[object] | None]) -> object:
+        """A breakpoint condition, in the frame (compiled once per text)."""
+        code = self._compiled.get(expression)
+        if code is None:
+            code = self._compiled[expression] = compile(expression, "<condition>", "eval")
         namespace = dict(frame.f_locals)
-        namespace["__stack__"] = list(stack) if stack is not None else []
         namespace["__frame__"] = frame
-        return eval(expression, frame.f_globals, namespace)
+        if "__stack__" in code.co_names:
+            values = stack()
+            namespace["__stack__"] = list(values) if values is not None else []
+        return eval(code, frame.f_globals, namespace)
 
     # -- tracing control --------------------------------------------------------
     def _install_trace(self) -> None:
@@ -135,10 +157,110 @@ class Engine:
             sys.settrace(self._global_trace)
 
     def _on_code_start(self, code: types.CodeType) -> None:
-        """torch's C callback: generated code is about to run."""
-        self.registry.note_run(code)
-        if not self.detached:
+        """torch's C callback: generated code is about to run. Tracing goes on
+        only if a stop is possible in it (or in a resume function it calls)."""
+        entry = self.registry.get(code)
+        if entry is None:  # compiled before dyndbg was attached
+            entry = self.registry.add_transformed(None, code, None)
+        entry.runs += 1
+        if self.detached or self._tracing:
+            return
+        if self.mode.kind != "continue":
             self._install_trace()
+            return
+        if self._levels_version != self.breakpoints.version:
+            self._levels.clear()
+            self._levels_version = self.breakpoints.version
+        level = self._levels.get(id(code))
+        if level is None:
+            level = self._levels[id(code)] = self._trace_level(entry)
+        if level != TRACE_NONE:
+            self._install_trace()
+
+    def _trace_level(self, entry: GeneratedCode, frame: types.FrameType | None = None) -> int:
+        """How much of a generated frame must be traced for every possible stop.
+
+        Without the frame (from the C callback) the answer errs towards tracing;
+        the frame's call event then decides exactly.
+        """
+        if self.mode.kind != "continue":
+            return TRACE_OPCODES
+        if self.breakpoints.armed(entry, self.info_for(entry)):
+            return TRACE_LINES
+        if self.breakpoints.catches_exceptions() or self._calls_watched_resume(entry, frame):
+            return TRACE_CALLS
+        return TRACE_NONE
+
+    def _calls_watched_resume(self, entry: GeneratedCode, frame: types.FrameType | None) -> bool:
+        """A resume function dynamo declined to compile runs without the C
+        callback: only a trace of its caller's calls can see it start."""
+        if not self.breakpoints.watches_resume_calls():
+            return False
+        names = [n for n in entry.code.co_names if RESUME_GLOBAL.fullmatch(n)]
+        if frame is None:
+            return bool(names)
+        for name in names:
+            code = getattr(frame.f_globals.get(name), "__code__", None)
+            if code is None or self.registry.has_transform(code):
+                continue
+            resume = self.registry.get(code)
+            if resume is not None and self.breakpoints.armed(resume, self.info_for(resume)):
+                return True
+        return False
+
+    def _retrace_active(self) -> None:
+        """After a resume command: each live traced frame gets the tracing it
+        needs now (every instruction when stepping, armed lines otherwise)."""
+        for frame in self._active:
+            entry = self.registry.get(frame.f_code)
+            if entry is not None:
+                self._arm_frame(frame, entry, max(TRACE_CALLS, self._trace_level(entry, frame)))
+
+    def _arm_frame(self, frame: types.FrameType, entry: GeneratedCode, level: int) -> None:
+        if level == TRACE_LINES:
+            plan = self._plan_for(entry)
+            frame.f_trace = self._line_tracer(plan)
+            frame.f_trace_lines = True
+            # A frame re-armed mid-line gets no line event until the line changes.
+            frame.f_trace_opcodes = plan.all_opcodes or \
+                plan.line_of.get(frame.f_lasti) in plan.hot_lines
+        else:
+            frame.f_trace = self._local_trace
+            frame.f_trace_lines = False
+            frame.f_trace_opcodes = level == TRACE_OPCODES
+
+    def _plan_for(self, entry: GeneratedCode) -> ArmingPlan:
+        info = self.info_for(entry)
+        return ArmingPlan(set(self.breakpoints.armed(entry, info)), info)
+
+    def _line_tracer(self, plan: ArmingPlan):  # type: ignore[no-untyped-def]
+        """The local trace function of a frame with breakpoints, after continue.
+
+        Line events switch opcode events on only while executing a line that
+        holds an armed instruction no line event reaches; everything else
+        returns at once. Returning None keeps the frame's trace function.
+        """
+        offsets, hot_lines, line_of = plan.offsets, plan.hot_lines, plan.line_of
+        slow = self._local_trace
+
+        events = self.events
+
+        def tracer(frame: types.FrameType, event: str, arg: object) -> None:
+            events[event] += 1
+            if event == "opcode":
+                if frame.f_lasti not in offsets:
+                    return None
+            elif event == "line":
+                lasti = frame.f_lasti
+                hot = plan.all_opcodes or line_of.get(lasti) in hot_lines
+                frame.f_trace_opcodes = hot
+                if hot or lasti not in offsets:
+                    return None  # the opcode event for this instruction follows if hot
+                event = "opcode"  # an armed instruction that a line event reaches
+            slow(frame, event, arg)
+            return None
+
+        return tracer
 
     def _suspend(self) -> None:
         """Dynamo starts compiling: nothing of dyndbg runs under it."""
@@ -162,22 +284,30 @@ class Engine:
         try:
             if self.detached or not self.registry.is_generated(frame.f_code):
                 return None
-            if not self.hooks.has_callback or self.registry.get(frame.f_code).kind == "resume":  # type: ignore[union-attr]
+            entry = self.registry.get(frame.f_code)
+            assert entry is not None
+            if not self.hooks.has_callback or entry.kind == "resume":
                 self.registry.note_run(frame.f_code)  # runs the C callback does not see
+            level = self._trace_level(entry, frame)
+            if level == TRACE_NONE:
+                self._maybe_remove_trace()  # installed by the callback's cautious guess
+                return None
             self._active.append(frame)
             # Its arguments as the guards saw them, before the code changes them.
             self._entry_locals[id(frame)] = dict(frame.f_locals)
-            frame.f_trace_lines = False
-            frame.f_trace_opcodes = True
-            return self._local_trace
+            self._arm_frame(frame, entry, level)
+            return frame.f_trace
         except (DyndbgQuit, KeyboardInterrupt):
             raise  # into the program, as it would arrive without dyndbg
         except BaseException as error:  # noqa: BLE001
             self._internal_error("trace", error)
             return None
 
-    def _local_trace(self, frame: types.FrameType, event: str, arg: object):  # type: ignore[no-untyped-def]
+    def _local_trace(self, frame: types.FrameType, event: str, arg: object) -> None:
+        """Events of a traced generated frame. Returns None, which keeps the
+        frame's current trace function (another may have been set meanwhile)."""
         try:
+            self.events[event] += 1
             if self.detached:
                 return None
             if event == "opcode":
@@ -186,7 +316,7 @@ class Engine:
                 self._on_exception(frame, arg)  # type: ignore[arg-type]
             elif event == "return":
                 self._on_return(frame)
-            return self._local_trace if not self.detached else None
+            return None
         except (DyndbgQuit, KeyboardInterrupt):
             raise  # into the program, as it would arrive without dyndbg
         except BaseException as error:  # noqa: BLE001
@@ -205,12 +335,22 @@ class Engine:
         if entry is None:
             return
         info = self.info_for(entry)
+        stepping = self.mode.kind != "continue"
+        if not stepping and frame.f_lasti not in self.breakpoints.armed(entry, info):
+            return  # the fast path: nothing can stop here
         instr = info.at_offset(frame.f_lasti)
         if instr is None:
             return
-        stack, note = self._read_stack(frame)
-        if stack is not None:
-            self._snapshots[id(frame)] = stack
+        read: list[tuple[list[object] | None, str]] = []
+
+        def stack() -> list[object] | None:
+            """The value stack, read once and only if something needs it."""
+            if not read:
+                read.append(self._read_stack(frame))
+            return read[0][0]
+
+        if stepping and stack() is not None:
+            self._snapshots[id(frame)] = stack()  # for an exception stop
         hit = self.breakpoints.hit(
             entry, info, frame, instr, stack,
             lambda expr: self.evaluate_in(frame, expr, stack), self.frontend.message)
@@ -220,7 +360,8 @@ class Engine:
             reason = "step"
         else:
             return
-        self._stop(Stop(frame, entry, info, instr, reason, stack, note, hit))
+        values = stack()
+        self._stop(Stop(frame, entry, info, instr, reason, values, read[0][1], hit))
 
     def _wants_step_stop(self, frame: types.FrameType, instr: Instr) -> bool:
         mode = self.mode

@@ -235,14 +235,16 @@ class Commands:
         self._add_breakpoint(arg, temporary=True)
 
     def do_catch(self: "Session", arg: str) -> None:
-        """catch compile | recompile | graph-break
+        """catch compile | recompile | graph-break | exception
         Stop at the first run of each newly compiled code object (compile),
         of each recompilation, with the guard failures that caused it
-        (recompile), or where a frame leaves its graph for a resume function
-        (graph-break). Listed, disabled and cleared like breakpoints."""
+        (recompile), where a frame leaves its graph for a resume function
+        (graph-break), or at every exception raised in generated code
+        (exception; without it, exceptions stop only in frames being stepped
+        or holding a breakpoint). Listed, disabled and cleared like breakpoints."""
         event = arg.strip()
-        if event not in ("compile", "recompile", "graph-break"):
-            raise CommandError("usage: catch compile | recompile | graph-break")
+        if event not in ("compile", "recompile", "graph-break", "exception"):
+            raise CommandError("usage: catch compile | recompile | graph-break | exception")
         bp = self.engine.breakpoints.add(CatchTarget(event))
         self.write(f"Catchpoint {bp.number} ({event})")
 
