@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import re
 import stat
@@ -175,7 +176,7 @@ def keys_session(tmp_path_factory) -> dict:
     tmp_path = tmp_path_factory.mktemp("keys")
     feed = [
         ["b __comp", "\t", "\r"],     # one candidate: Tab completes it
-        ["p x.sig", "\t", "\r"],      # sigmoid, sigmoid_: Tab inserts the common part
+        ["p x.sigm", "\t", "\r"],     # sigmoid, sigmoid_: Tab inserts the common part
         ["st", "\t", "\t", "\r"],     # several, no common part: 2nd Tab picks the first
         ["junk", CTRL_C],             # Ctrl-C clears the line; the prompt comes back
         ["p 40+2\r"],
@@ -203,7 +204,7 @@ def test_tab_completes_single_candidate(keys_session: dict) -> None:
 
 def test_tab_inserts_common_part_and_second_tab_selects(keys_session: dict) -> None:
     transcript = keys_session["transcript"]
-    # p x.sig<Tab>: sigmoid and sigmoid_ share "moid", which Tab inserts.
+    # p x.sigm<Tab>: sigmoid and sigmoid_ share "oid", which Tab inserts.
     assert "<built-in method sigmoid of Tensor object" in transcript, transcript
     # st<Tab><Tab><Enter>: the first candidate (stack) is chosen and run.
     assert "value stack, depth 0, bottom to top: empty" in transcript, transcript
@@ -258,6 +259,7 @@ def completion_session(tmp_path_factory) -> dict:
         ["c\r"],
         [call.format(", ".join(repr(t) for t in PROBE_RESUME))],
         ["c\r"],
+        ["c\r"],                     # the resume breakpoint again, in the second call
     ]
     result = run_driver(tmp_path, feed, DYNDBG_HISTORY="")
     result["home"] = tmp_path / "home"
@@ -341,8 +343,11 @@ def test_complete_file_name_after_break(completion_session: dict) -> None:
 
 def test_completion_session_ran_to_the_end(completion_session: dict) -> None:
     assert completion_session["status"] == "completed"
-    assert "PROGRAM DONE 19.9179" in completion_session["stdout"]
-    assert re.search(r"^Breakpoint 1 at resume, hit 1$", completion_session["transcript"], re.M)
+    # f's result, the same as without the debugger
+    expected = round(sum(2 * (math.sin(i) + 2) + math.cos(i) + 2 for i in range(4)), 4)
+    assert f"PROGRAM DONE {expected}" in completion_session["stdout"], \
+        completion_session["stdout"][-2000:]
+    assert re.search(r"^Breakpoint 1 at resume, hit 2$", completion_session["transcript"], re.M)
 
 
 def test_empty_dyndbg_history_writes_no_file(completion_session: dict) -> None:
@@ -371,8 +376,9 @@ def test_history_written_private_and_recalled_with_up(tmp_path: Path) -> None:
     assert "'typedonce'" in lines, f"Up + Enter should rerun the last command:\n{second['transcript']}"
     assert "42" in lines, f"Up Up + Enter should rerun the one before:\n{second['transcript']}"
     assert lines.index("'typedonce'") < lines.index("42")
-    assert _history_commands(history) == ["p 6*7", "p 'typed' + 'once'", "p 'typed' + 'once'",
-                                          "p 6*7"], history.read_text()
+    # appended again, except a repeat of the newest entry (prompt-toolkit skips those)
+    assert _history_commands(history) == ["p 6*7", "p 'typed' + 'once'", "p 6*7"], \
+        history.read_text()
     assert _mode(history) == 0o600
 
 
@@ -387,7 +393,7 @@ class Terminal:
         self.raw = io.StringIO()
         self.child = pexpect.spawn(sys.executable, ["-m", "dyndbg", *args], cwd=str(ROOT),
                                    env=env, dimensions=(40, 160), encoding="utf-8",
-                                   codec_errors="replace", timeout=60)
+                                   codec_errors="replace", timeout=30)
         self.child.logfile_read = self.raw
 
     def expect(self, pattern: str) -> None:
@@ -408,7 +414,7 @@ class Terminal:
 
     def finish(self) -> int:
         try:
-            self.child.expect(pexpect.EOF, timeout=60)
+            self.child.expect(pexpect.EOF, timeout=30)
         except pexpect.TIMEOUT:
             self.child.terminate(force=True)
             pytest.fail(f"dyndbg did not exit; screen:\n{self.text()[-3000:]}")
@@ -479,7 +485,7 @@ def test_pty_no_color_uses_plain_input(tmp_path: Path) -> None:
     term.expect(re.escape(PROMPT))
     for command, answer in [("b graph 2", r"Breakpoint 1 at graph 2 \(resolved"),
                             ("c", r"hit 1"), ("stack", r"value stack, depth 4"),
-                            ("source", r"graph_break|@torch\.compile"),
+                            ("source", r"->\s+\d+  "),
                             ("ll", r"LOAD_GLOBAL")]:
         term.keys(command + "\r")
         term.expect(answer)

@@ -241,7 +241,7 @@ class Engine:
         returns at once. Returning None keeps the frame's trace function.
         """
         offsets, hot_lines, line_of = plan.offsets, plan.hot_lines, plan.line_of
-        slow = self._local_trace
+        dispatch = self._dispatch
 
         events = self.events
 
@@ -256,8 +256,8 @@ class Engine:
                 frame.f_trace_opcodes = hot
                 if hot or lasti not in offsets:
                     return None  # the opcode event for this instruction follows if hot
-                event = "opcode"  # an armed instruction that a line event reaches
-            slow(frame, event, arg)
+                # an armed instruction that a line event reaches: handled as its opcode
+            dispatch(frame, event, arg)
             return None
 
         return tracer
@@ -306,22 +306,23 @@ class Engine:
     def _local_trace(self, frame: types.FrameType, event: str, arg: object) -> None:
         """Events of a traced generated frame. Returns None, which keeps the
         frame's current trace function (another may have been set meanwhile)."""
+        self.events[event] += 1
+        self._dispatch(frame, event, arg)
+
+    def _dispatch(self, frame: types.FrameType, event: str, arg: object) -> None:
         try:
-            self.events[event] += 1
             if self.detached:
-                return None
-            if event == "opcode":
+                return
+            if event in ("opcode", "line"):
                 self._on_opcode(frame)
             elif event == "exception":
                 self._on_exception(frame, arg)  # type: ignore[arg-type]
             elif event == "return":
                 self._on_return(frame)
-            return None
         except (DyndbgQuit, KeyboardInterrupt):
             raise  # into the program, as it would arrive without dyndbg
         except BaseException as error:  # noqa: BLE001
             self._internal_error("trace", error)
-            return None
 
     # -- events -------------------------------------------------------------------
     def _read_stack(self, frame: types.FrameType) -> tuple[list[object] | None, str]:

@@ -1,0 +1,93 @@
+"""Where dyndbg traces (functional, not timing): after `continue` nothing runs
+traced unless a stop is possible there, and breakpoints still stop after any
+number of untraced calls, on the C-callback path and on the fallback path."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, SAMPLES, run_dyndbg, run_plain
+
+MANY = ROOT / "tests" / "programs" / "many_calls.py"
+
+DRIVER = r'''
+import io, json, runpy, sys
+sys.argv = [sys.argv[1]]
+from dyndbg.attach import attach
+out = io.StringIO()
+engine = attach(out, COMMANDS)
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+finally:
+    sys.settrace(None)
+    print("EVENTS " + json.dumps(dict(engine.events)))
+    print("MODULES " + json.dumps({m: m in sys.modules for m in ("prompt_toolkit", "pygments")}))
+    print("TRANSCRIPT " + json.dumps(out.getvalue()))
+'''
+
+
+def drive(script: Path, commands: list[str], tmp_path: Path, fallback: bool = False) -> dict:
+    """Run `script` in-process under attach() and report the engine's event counts."""
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER.replace("COMMANDS", repr(commands)))
+    env = {"PYTHONPATH": str(ROOT), "NO_COLOR": "1", "PATH": "/usr/bin:/bin"}
+    if fallback:
+        env["DYNDBG_NO_CALLBACK"] = "1"
+    proc = subprocess.run([sys.executable, str(driver), str(script)], capture_output=True,
+                          text=True, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, timeout=240)
+    result = {"stdout": proc.stdout, "returncode": proc.returncode}
+    for line in proc.stdout.splitlines():
+        for key in ("EVENTS", "MODULES", "TRANSCRIPT"):
+            if line.startswith(key + " "):
+                result[key.lower()] = json.loads(line[len(key) + 1:])
+    assert "events" in result, proc.stdout + proc.stderr
+    return result
+
+
+def test_continue_without_breakpoints_sends_no_opcode_event(tmp_path: Path) -> None:
+    result = drive(MANY, ["continue"], tmp_path)
+    # One opcode event: the first stop itself, before `continue`.
+    assert result["events"].get("opcode", 0) == 1, result["events"]
+    assert result["events"].get("line", 0) == 0, result["events"]
+    assert "calls with a trace function installed: 0" in result["stdout"]
+    # Scripted use never loads the terminal front end.
+    assert result["modules"] == {"prompt_toolkit": False, "pygments": False}
+
+
+def test_breakpoint_on_other_code_leaves_the_loop_untraced(tmp_path: Path) -> None:
+    result = drive(MANY, ["b late", "continue"], tmp_path)
+    assert "calls with a trace function installed: 0" in result["stdout"]
+    assert "Breakpoint 1 at late, hit 1" in result["transcript"]
+    assert result["events"].get("opcode", 0) <= 3, result["events"]
+
+
+@pytest.mark.parametrize("fallback", [False, True], ids=["callback", "fallback"])
+def test_breakpoints_stop_after_hundreds_of_untraced_calls(tmp_path: Path, fallback: bool,
+                                                            monkeypatch) -> None:
+    if fallback:
+        monkeypatch.setenv("DYNDBG_NO_CALLBACK", "1")
+    # `late` is compiled after 300 untraced calls of f; at its stop, a new
+    # breakpoint on f must arm f's code, which has run untraced all along.
+    run = run_dyndbg(MANY, ["b late", "c", "b f", "c", "c", "c", "c"], tmp_path)
+    assert run.stdout == run_plain(MANY).stdout.replace(
+        "installed: 0", "installed: 300" if fallback else "installed: 0")
+    stops = [line for line in run.transcript.splitlines()
+             if line.startswith("Breakpoint") and ", hit " in line]
+    assert stops[0] == "Breakpoint 1 at late, hit 1"
+    assert stops[1:] == [f"Breakpoint 2 at f, hit {n}" for n in (1, 2, 3)]
+
+
+def test_conditional_breakpoint_in_the_loop_is_checked_every_call(tmp_path: Path) -> None:
+    # A line breakpoint reached by a line event: no opcode events needed.
+    line = next(i for i, text in enumerate(MANY.read_text().splitlines(), 1)
+                if "graph_break()" in text)
+    result = drive(MANY, [f"b many_calls.py:{line}, x.sum() < 0", "continue"], tmp_path)
+    events = result["events"]
+    assert events.get("line", 0) >= 300          # checked on every call
+    assert events.get("opcode", 0) <= 5, events  # but not instruction by instruction
+    assert "Breakpoint 1" not in result["transcript"].split("(dyndbg) continue", 1)[1]
+    assert "done:" in result["stdout"]
