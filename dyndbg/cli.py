@@ -11,6 +11,7 @@ import argparse
 import builtins
 import os
 import runpy
+import signal
 import sys
 import traceback
 import types
@@ -130,7 +131,12 @@ def _run(args: argparse.Namespace, target_argv: list[str], code: types.CodeType 
         return 0
     except BaseException as error:  # noqa: BLE001 - report it as python would
         _report_uncaught(error)
-        return 130 if isinstance(error, KeyboardInterrupt) else 1
+        if isinstance(error, KeyboardInterrupt):
+            # As python does: die by SIGINT, so the parent sees the signal.
+            sys.stdout.flush()
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
+        return 1
     return 0
 
 

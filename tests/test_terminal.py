@@ -26,11 +26,10 @@ import sys
 import time
 from pathlib import Path
 
+import pexpect
 import pytest
 
 from conftest import ROOT, SAMPLES
-
-pexpect = pytest.importorskip("pexpect")
 
 GRAPH_BREAK = SAMPLES / "graph_break.py"
 PROMPT = "(dyndbg) "

@@ -17,6 +17,7 @@ import types
 from typing import Callable
 
 from dyndbg.dynamo.registry import Registry
+from dyndbg.faults import maybe_fault
 
 
 def _current_compile_id() -> str | None:
@@ -43,6 +44,7 @@ class DynamoHooks:
         self.force_fallback = force_fallback or os.environ.get("DYNDBG_NO_CALLBACK") == "1"
         self.has_callback = False
         self.interrupt_pending = False
+        self._quiet = False
         self._handle = None
         self._previous_callback = None
 
@@ -83,7 +85,10 @@ class DynamoHooks:
                 self.has_callback = False
 
     def uninstall(self) -> None:
-        """Stop receiving events (the engine detaches)."""
+        """Stop receiving events (the engine detaches). The Python hooks stay
+        registered but go quiet: removing them from inside torch's own loop
+        over them would change a dict it is iterating."""
+        self._quiet = True
         try:
             if self.has_callback:
                 from torch._C._dynamo import eval_frame
@@ -94,7 +99,10 @@ class DynamoHooks:
 
     # -- hooks (each must never raise into torch) ---------------------------
     def _bytecode_hook(self, original: types.CodeType, new: types.CodeType) -> None:
+        if self._quiet:
+            return None
         try:
+            maybe_fault("hook")
             self.registry.add_transformed(original, new, _current_compile_id())
         except BaseException as error:  # noqa: BLE001 - never break dynamo's compile
             self._report_error("bytecode hook", error)
@@ -113,12 +121,16 @@ class DynamoHooks:
                 pass
 
     def _compile_start(self, _args: object) -> None:
+        if self._quiet:
+            return
         try:
             self._on_compile_start()
         except BaseException as error:  # noqa: BLE001
             self._report_error("compile start", error)
 
     def _compile_end(self, _args: object) -> None:
+        if self._quiet:
+            return
         try:
             self._on_compile_end()
         except BaseException as error:  # noqa: BLE001

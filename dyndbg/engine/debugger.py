@@ -11,7 +11,9 @@ tracing is suspended entirely.
 from __future__ import annotations
 
 import collections
+import signal
 import sys
+import threading
 import types
 from dataclasses import dataclass
 from typing import Callable, Protocol
@@ -22,6 +24,8 @@ from dyndbg.dynamo.names import RESUME_GLOBAL
 from dyndbg.engine.breakpoints import ArmingPlan, BreakpointTable
 from dyndbg.engine.codeinfo import CodeInfo, Instr, code_info
 from dyndbg.engine.stop import Stop
+from dyndbg.faults import maybe_fault
+from dyndbg.ownframes import is_own_frame
 
 # How much of a generated frame is traced: not at all; its calls only (to see a
 # resume function start); line events, with opcode events only while on a line
@@ -70,6 +74,8 @@ class Engine:
         self._levels: dict[int, int] = {}              # id(code) -> trace level after continue
         self.events: collections.Counter[str] = collections.Counter()  # trace events received
         self._compiled: dict[str, types.CodeType] = {}  # breakpoint conditions
+        self._sigint_installed = False
+        self._at_prompt = False
         self._levels_version = -1                      # breakpoint table version of _levels
         self._stopped_exception: BaseException | None = None
         self._tracing = False
@@ -80,6 +86,7 @@ class Engine:
         # The layout self-check traces a probe function: it cannot run later,
         # inside a trace callback, where tracing is off.
         stack_support()
+        self._install_sigint()
         self.hooks.install()
         self.hooks.shield(self._global_trace, self._local_trace)
         if not self.hooks.has_callback:
@@ -89,6 +96,7 @@ class Engine:
         """No more stops: the program runs on as without dyndbg."""
         self.detached = True
         self.hooks.uninstall()
+        self._restore_sigint()
         self._snapshots.clear()
         self._entry_locals.clear()
         self._stopped_in.clear()
@@ -150,6 +158,37 @@ class Engine:
             namespace["__stack__"] = list(values) if values is not None else []
         return eval(code, frame.f_globals, namespace)
 
+    # -- Ctrl-C -------------------------------------------------------------------
+    def _install_sigint(self) -> None:
+        """Ctrl-C while generated code runs stops at its next instruction."""
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, self._on_sigint)
+            self._sigint_installed = True
+
+    def _restore_sigint(self) -> None:
+        if self._sigint_installed and signal.getsignal(signal.SIGINT) == self._on_sigint:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        self._sigint_installed = False
+
+    def _on_sigint(self, signum: int, frame: types.FrameType | None) -> None:
+        generated = []
+        current = frame
+        while current is not None:
+            if self.registry.is_generated(current.f_code):
+                generated.append(current)
+            current = current.f_back
+        running_ours = frame is not None and is_own_frame(frame)
+        if self.detached or self._at_prompt or not (generated or running_ours):
+            signal.default_int_handler(signum, frame)  # KeyboardInterrupt, as without dyndbg
+        self.frontend.message("dyndbg: interrupted; stopping at the next generated instruction")
+        self.mode = Mode("step")
+        for g in generated:
+            if not any(g is a for a in self._active):
+                self._active.append(g)
+            self._arm_frame(g, self.registry.get(g.f_code), TRACE_OPCODES)  # type: ignore[arg-type]
+        self._install_trace()
+
     # -- tracing control --------------------------------------------------------
     def _install_trace(self) -> None:
         if not self._tracing and not self._suspended:
@@ -159,6 +198,10 @@ class Engine:
     def _on_code_start(self, code: types.CodeType) -> None:
         """torch's C callback: generated code is about to run. Tracing goes on
         only if a stop is possible in it (or in a resume function it calls)."""
+        maybe_fault("callback")
+        if self.hooks.interrupt_pending:
+            self._install_trace()  # its call event delivers the deferred interrupt
+            return
         entry = self.registry.get(code)
         if entry is None:  # compiled before dyndbg was attached
             entry = self.registry.add_transformed(None, code, None)
@@ -281,6 +324,12 @@ class Engine:
     def _global_trace(self, frame: types.FrameType, event: str, arg: object):  # type: ignore[no-untyped-def]
         if event != "call":
             return None
+        if self.hooks.interrupt_pending:
+            # A Ctrl-C that arrived inside torch's C callback, where raising
+            # would abort the process: delivered here, as the frame starts.
+            self.hooks.interrupt_pending = False
+            self._maybe_remove_trace()
+            raise KeyboardInterrupt
         try:
             if self.detached or not self.registry.is_generated(frame.f_code):
                 return None
@@ -332,6 +381,7 @@ class Engine:
             return None, str(why)
 
     def _on_opcode(self, frame: types.FrameType) -> None:
+        maybe_fault("opcode")
         entry = self.registry.get(frame.f_code)
         if entry is None:
             return
@@ -417,7 +467,12 @@ class Engine:
         stop.first_in_frame = key not in self._stopped_in
         stop.entry_locals = self._entry_locals.get(key)
         self._stopped_in.add(key)
-        self.frontend.interact(stop)
+        maybe_fault("render")
+        self._at_prompt = True
+        try:
+            self.frontend.interact(stop)
+        finally:
+            self._at_prompt = False
 
     def _internal_error(self, where: str, error: BaseException) -> None:
         """An error inside dyndbg: say so once, detach, let the program go on."""

@@ -45,8 +45,8 @@ def _named_target(spec: str) -> Target:
         return GraphCallTarget("__compiled_fn_*", None if words[1] == "*" else int(words[1]))
     if spec.startswith("__compiled_fn"):
         match = GRAPH_NAME.fullmatch(spec)
-        if match and spec == f"__compiled_fn_{match.group(1)}":
-            return GraphCallTarget(spec, int(match.group(1)))   # uuid suffix optional
+        if match:  # one graph, by number (the uuid suffix is optional)
+            return GraphCallTarget(spec, int(match.group(1)))
         return GraphCallTarget(spec)
     if spec == "resume":
         return ResumeTarget()
@@ -541,7 +541,9 @@ class Commands:
         elif option == "sticky":
             self.sticky = value == "on"
         elif option == "color":
-            self.highlighter.enabled = value == "on" and self.color
+            if value == "on" and not self.color:
+                raise CommandError("colour needs a terminal (and no NO_COLOR or --no-color)")
+            self.highlighter.enabled = value == "on"
         else:
             raise CommandError(f"unknown option {option!r} (vi, sticky, color, width)")
         self.write(f"{option} {value}")

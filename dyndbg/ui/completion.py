@@ -38,9 +38,15 @@ class DebuggerCompleter(Completer):
     def _completions(self, document: Document, event: CompleteEvent) -> Iterable[Completion]:
         text = document.text_before_cursor
         if " " not in text.lstrip():
-            word = text.lstrip()
-            yield from _matching(word, sorted(self.session.command_names()))
-            yield from _matching(word, self._frame_names())
+            word = text.lstrip().lstrip("!")
+            if "." in word or "[" in word:  # Python: attributes and keys
+                yield from self._expression(text, event)
+                return
+            commands = [] if text.lstrip().startswith("!") else self.session.command_names()
+            names = set(commands) | set(self._frame_names())
+            for completion in _matching(word, sorted(names)):
+                yield Completion(completion.text, completion.start_position,
+                                 display_meta=self._meta(completion.text))
             return
         command, _, argument = text.lstrip().partition(" ")
         if command in _BREAK_COMMANDS:

@@ -1,0 +1,13 @@
+"""Fault injection for the tests: DYNDBG_FAULT=<place> makes dyndbg raise an
+internal error at that place (opcode, render, callback, hook), to prove that
+an error inside dyndbg detaches it and leaves the program running."""
+from __future__ import annotations
+
+import os
+
+_PLACE = os.environ.get("DYNDBG_FAULT", "")
+
+
+def maybe_fault(place: str) -> None:
+    if _PLACE == place:
+        raise RuntimeError(f"injected fault at {place} (DYNDBG_FAULT)")

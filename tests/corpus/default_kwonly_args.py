@@ -1,0 +1,19 @@
+"""A compiled function with a default argument and keyword-only arguments
+(with and without defaults); changing a keyword-only constant recompiles.
+"""
+import torch
+
+
+@torch.compile(backend="eager")
+def f(x, bias=1.0, *, scale, clamp=None):
+    y = x * scale + bias
+    torch._dynamo.graph_break()
+    if clamp is not None:
+        y = y.clamp(max=clamp)
+    return y
+
+
+x = torch.arange(4, dtype=torch.float32)
+print("defaults:", f(x, scale=2).tolist())
+print("kw clamp:", f(x, 0.0, scale=2, clamp=3.0).tolist())   # recompile
+print("defaults again:", f(x, scale=2).tolist())

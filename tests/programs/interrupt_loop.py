@@ -1,0 +1,24 @@
+"""A loop of compiled calls for about two seconds, then two seconds of plain
+Python (sleeping): Ctrl-C lands in generated code or outside it."""
+import sys
+import time
+
+import torch
+
+
+@torch.compile(backend="eager")
+def f(x):
+    # Heavy enough that a Ctrl-C during the loop lands inside the compiled call.
+    y = (x @ x.T).cos() / 400
+    torch._dynamo.graph_break()
+    return (y @ y).sin() + 1
+
+
+x = torch.ones(400, 400)
+print("compiled loop", flush=True)
+start = time.time()
+while time.time() - start < float(sys.argv[1]):
+    x = f(x) * 0.5
+print("plain part", flush=True)
+time.sleep(float(sys.argv[2]))
+print("done", round(float(x.sum()), 2), flush=True)

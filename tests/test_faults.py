@@ -1,0 +1,167 @@
+"""Faults: an internal error detaches dyndbg and the program goes on; Ctrl-C
+while running, at the prompt; exits from inside compiled code; a closed
+stdout; and no frame or memory kept after 10,000 calls."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, SAMPLES, plain, run_dyndbg, run_plain
+
+PROGRAMS = ROOT / "tests" / "programs"
+
+
+@pytest.mark.parametrize("place", ["opcode", "render", "callback", "hook"])
+def test_internal_error_detaches_and_the_program_continues(place, tmp_path, plain_runs,
+                                                           monkeypatch) -> None:
+    monkeypatch.setenv("DYNDBG_FAULT", place)
+    run = run_dyndbg(SAMPLES / "graph_break.py", ["s", "s", "c"], tmp_path)
+    reference = plain(plain_runs, "graph_break.py")
+    assert run.stdout == reference.stdout and run.returncode == 0
+    assert run.transcript.count("*** dyndbg internal error") == 1
+    assert f"injected fault at {place}" in run.transcript
+    assert "Traceback" not in run.stderr + run.transcript
+
+
+def _start(argv: list[str], transcript: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "dyndbg", "--out", str(transcript), *argv],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+
+
+def test_ctrl_c_in_generated_code_stops_there(tmp_path: Path) -> None:
+    transcript = tmp_path / "t.txt"
+    proc = _start([str(PROGRAMS / "interrupt_loop.py"), "3", "0"], transcript)
+    proc.stdin.write("c\n")
+    proc.stdin.flush()
+    assert proc.stdout.readline() == "compiled loop\n"
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(1.0)
+    out, err = proc.communicate("stack\nc\n", timeout=120)
+    text = transcript.read_text()
+    assert proc.returncode == 0, err
+    assert "dyndbg: interrupted; stopping at the next generated instruction" in text
+    after = text.split("interrupted", 1)[1]
+    assert after.lstrip("; a-z\n").startswith("> ") or "\n> " in after  # a stop follows
+    assert "value stack" in after
+    assert out.startswith("plain part") and "done" in out and "Traceback" not in err
+
+
+def test_ctrl_c_outside_generated_code_is_a_keyboard_interrupt(tmp_path: Path) -> None:
+    argv = [str(PROGRAMS / "interrupt_loop.py"), "0.5", "30"]
+    plain = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    debugged = _start(argv, tmp_path / "t.txt")
+    debugged.stdin.write("c\n")
+    debugged.stdin.flush()
+    for proc in (plain, debugged):
+        while proc.stdout.readline() != "plain part\n":
+            pass
+    time.sleep(0.5)
+    results = []
+    for proc in (plain, debugged):
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        results.append((proc.returncode, err.strip().splitlines()[-1]))
+    assert results[0] == results[1] == (-signal.SIGINT, "KeyboardInterrupt")
+
+
+def test_ctrl_c_at_the_prompt_keeps_the_session(tmp_path: Path) -> None:
+    transcript = tmp_path / "t.txt"
+    proc = _start([str(SAMPLES / "graph_break.py")], transcript)
+    deadline = time.time() + 120
+    # Scripted mode echoes the prompt with the line it reads: wait for the stop.
+    while "\n> " not in (transcript.read_text() if transcript.exists() else ""):
+        assert time.time() < deadline, "no stop"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    out, err = proc.communicate("p 6*7\nc\n", timeout=120)
+    assert proc.returncode == 0, err
+    assert "42" in transcript.read_text()
+    assert out == run_plain(SAMPLES / "graph_break.py").stdout
+
+
+@pytest.mark.parametrize("how", ["sys.exit", "os._exit", "close-stdout"])
+def test_exits_from_inside_compiled_code(how: str, tmp_path: Path) -> None:
+    argv = [PROGRAMS / "exits.py", how]
+    reference = run_plain(*argv)
+    run = run_dyndbg(argv, ["s", "s", "s", "c", "c"], tmp_path)
+    assert (run.returncode, run.stdout) == (reference.returncode, reference.stdout)
+    assert run.stderr == reference.stderr
+    assert reference.returncode == {"sys.exit": 4, "os._exit": 5, "close-stdout": 0}[how]
+
+
+def test_closed_output_pipe_does_not_hang_or_trace_back(tmp_path: Path) -> None:
+    # dyndbg's own output goes to stdout, whose reader goes away after one line.
+    proc = subprocess.Popen([sys.executable, "-m", "dyndbg", str(SAMPLES / "graph_break.py")],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=ROOT)
+    proc.stdout.readline()
+    proc.stdout.close()
+    _, err = proc.communicate(b"s\n" * 30 + b"c\n", timeout=120)
+    text = err.decode()
+    assert "dyndbg/" not in text and "internal error" not in text
+    assert proc.returncode in (0, 1, 120)   # the program's own print may hit the pipe
+
+
+LEAK_DRIVER = r'''
+import gc, json, sys, tracemalloc, types
+sys.argv = ["leak"]
+from dyndbg.attach import attach
+import io, torch
+engine = attach(io.StringIO(), ["b traced, x is None", "continue"])
+
+@torch.compile(backend="eager")
+def traced(x):
+    y = x + 1
+    torch._dynamo.graph_break()
+    return y * 0.5
+
+@torch.compile(backend="eager")
+def untraced(x):
+    y = x - 1
+    torch._dynamo.graph_break()
+    return y * 0.5
+
+x = torch.ones(4)
+def run(n):
+    global x
+    for _ in range(n):
+        x = untraced(traced(x))
+run(1000)
+gc.collect()
+tracemalloc.start()
+before = tracemalloc.take_snapshot()
+run(9000)
+gc.collect()
+after = tracemalloc.take_snapshot()
+growth = sum(s.size_diff for s in after.compare_to(before, "filename")
+             if "dyndbg" in s.traceback[0].filename)
+sys.settrace(None)
+held = [o for o in gc.get_referents(*vars(engine).values()) if isinstance(o, types.FrameType)]
+print("LEAK " + json.dumps({"dyndbg_growth_bytes": growth, "active": len(engine._active),
+      "snapshots": len(engine._snapshots), "entry_locals": len(engine._entry_locals),
+      "frames_held": len(held), "lines": engine.events["line"]}))
+'''
+
+
+def test_no_frames_or_memory_kept_after_10000_calls(tmp_path: Path) -> None:
+    driver = tmp_path / "leak.py"
+    driver.write_text(LEAK_DRIVER)
+    proc = subprocess.run([sys.executable, str(driver)], capture_output=True, text=True,
+                          cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+                          stdin=subprocess.DEVNULL, timeout=300)
+    line = next(l for l in proc.stdout.splitlines() if l.startswith("LEAK "))
+    result = json.loads(line[5:])
+    assert result["lines"] >= 10000            # the traced function really was traced
+    assert result["active"] == result["snapshots"] == result["entry_locals"] == 0
+    assert result["frames_held"] == 0
+    assert result["dyndbg_growth_bytes"] < 64 * 1024, result
