@@ -19,4 +19,4 @@ demo: $(READY)
 	$(BIN)/python -m dyndbg samples/graph_break.py
 
 test: $(READY)
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -n 2 tests

@@ -66,3 +66,18 @@ def plain(plain_runs: dict[str, Run], name: str) -> Run:
     if name not in plain_runs:
         plain_runs[name] = run_plain(SAMPLES / name)
     return plain_runs[name]
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
+    """The soak corpus's coverage, summed over xdist workers."""
+    programs = stops = loads = 0
+    for report in terminalreporter.stats.get("passed", []):
+        for name, value in getattr(report, "user_properties", []):
+            if name == "soak":
+                programs += 1
+                stops += value["stops"]
+                loads += value["loads"]
+    if programs:
+        terminalreporter.write_line(
+            f"soak corpus: {programs} programs stepped through, {stops} instructions "
+            f"(stack checked against torch's reader at each), {loads} loads checked")

@@ -1,5 +1,6 @@
-"""Dynamic shapes via torch._dynamo.mark_dynamic: dim 0 is symbolic from the
-first compile, so a second length reuses the same code (no recompile).
+"""Dynamic shapes via torch._dynamo.mark_dynamic: f's dim 0 is symbolic from
+the first compile, so f is not recompiled for a new length; its resume
+function (whose input y was not marked) recompiles once, then goes dynamic.
 """
 import torch
 
@@ -11,7 +12,7 @@ def f(x):
     return y.sum() + x.shape[0]      # shape[0] is a SymInt
 
 
-for n in (3, 5):
+for n in (3, 5, 7):
     x = torch.arange(n, dtype=torch.float32)
     torch._dynamo.mark_dynamic(x, 0)
     print(f"n={n}: {f(x).item()}")

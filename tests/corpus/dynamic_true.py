@@ -12,5 +12,5 @@ def f(x):
     return y.sum(dim=1)
 
 
-for n in (4, 6):
+for n in (6, 8):
     print(f"n={n}:", f(torch.arange(n, dtype=torch.float32)).tolist())

@@ -1,11 +1,15 @@
-"""torch.compile applied to a generator function: dynamo declines to compile
-the generator frame itself, so it runs eagerly (its callees may still compile).
+"""torch.compile applied to a generator function: dynamo declines it ("Attempt
+to trace generator") and runs it eagerly; the compiled body() it calls still
+runs dynamo-generated code.
 """
 import torch
 
 
+@torch.compile(backend="eager")
 def body(x):
-    return x * 2 + 1
+    y = x * 2
+    torch._dynamo.graph_break()
+    return y + 1
 
 
 @torch.compile(backend="eager")
