@@ -47,3 +47,15 @@ def test_fallback_path_stops_at_the_same_places(tmp_path: Path, monkeypatch) -> 
     stops = _stop_lines(with_callback.transcript)
     assert len(stops) > 150
     assert stops == _stop_lines(fallback.transcript)
+
+
+def test_breakpoints_after_continue_change_nothing(tmp_path: Path) -> None:
+    # The line-event tracer and its conditions run inside generated frames:
+    # dynamo must not compile them (that would shift the program's counters).
+    line = next(i for i, text in enumerate(PROGRAM.read_text().splitlines(), 1)
+                if "torch._dynamo.graph_break()" in text)
+    commands = [f"b trace_scope.py:{line}, x.sum() < -1", "b helper", "b graph 2, False",
+                "c", "c", "c"]
+    run = run_dyndbg(PROGRAM, commands, tmp_path)
+    assert run.stdout == run_plain(PROGRAM).stdout   # includes dynamo's frame counters
+    assert "Warning" not in run.stderr and "Dynamo does not know" not in run.stderr

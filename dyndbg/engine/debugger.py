@@ -76,6 +76,7 @@ class Engine:
         self._compiled: dict[str, types.CodeType] = {}  # breakpoint conditions
         self._sigint_installed = False
         self._at_prompt = False
+        self._line_tracer_shielded = False
         self._levels_version = -1                      # breakpoint table version of _levels
         self._stopped_exception: BaseException | None = None
         self._tracing = False
@@ -88,7 +89,9 @@ class Engine:
         stack_support()
         self._install_sigint()
         self.hooks.install()
-        self.hooks.shield(self._global_trace, self._local_trace)
+        # Everything dyndbg runs is entered through these: dynamo must skip them
+        # and all they call (the line tracer's closure is shielded when made).
+        self.hooks.shield(self._global_trace, self._local_trace, self._on_sigint)
         if not self.hooks.has_callback:
             self._install_trace()
 
@@ -303,6 +306,9 @@ class Engine:
             dispatch(frame, event, arg)
             return None
 
+        if not self._line_tracer_shielded:  # every closure shares this code object
+            self.hooks.shield(tracer)
+            self._line_tracer_shielded = True
         return tracer
 
     def _suspend(self) -> None:

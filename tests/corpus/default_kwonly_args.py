@@ -1,5 +1,6 @@
 """A compiled function with a default argument and keyword-only arguments
-(with and without defaults); changing a keyword-only constant recompiles.
+(with and without defaults): a new clamp recompiles the resume function,
+a new positional bias recompiles f.
 """
 import torch
 
@@ -10,10 +11,10 @@ def f(x, bias=1.0, *, scale, clamp=None):
     torch._dynamo.graph_break()
     if clamp is not None:
         y = y.clamp(max=clamp)
-    return y
+    return y - 1
 
 
 x = torch.arange(4, dtype=torch.float32)
 print("defaults:", f(x, scale=2).tolist())
-print("kw clamp:", f(x, 0.0, scale=2, clamp=3.0).tolist())   # recompile
-print("defaults again:", f(x, scale=2).tolist())
+print("kw clamp:", f(x, scale=2, clamp=3.0).tolist())        # recompile
+print("positional bias:", f(x, 0.5, scale=2).tolist())       # recompile
