@@ -1,8 +1,11 @@
 """dyndbg's overhead, measured side by side in one run.
 
-Each configuration runs bench/workload.py in a fresh process; configurations
-alternate, each is repeated, and medians are compared. Prints ratios; checks
-nothing (see README for the targets).
+a-c: plain and debugged phases of the same loop alternate inside one process
+     (dyndbg attached with the same commands `python -m dyndbg -c ...` would
+     run, then detached), so the machine's process-to-process noise cancels;
+     the ratio is the median of the per-pair ratios.
+d-f: separate processes, alternating, repeated; medians.
+Prints ratios; checks nothing (the README lists the targets).
 
     python bench/overhead.py [--rounds R] [--calls N] [--steps K]
 """
@@ -23,72 +26,77 @@ PY = sys.executable
 DYNDBG = [PY, "-m", "dyndbg"]
 # The loop's own code: the graph-break line of `step` in workload.py.
 LOOP_LINE = next(i for i, line in enumerate(open(WORKLOAD), 1) if "graph_break()" in line)
+ENV = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(HERE.parent)}
 
 
 def run(argv: list[str], stdin: str = "", env: dict | None = None) -> dict:
     proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, cwd=HERE.parent,
-                          env={**os.environ, "NO_COLOR": "1", **(env or {})}, timeout=600)
+                          env={**ENV, **(env or {})}, timeout=900)
     for line in proc.stdout.splitlines():
         if line.startswith("BENCH "):
             return json.loads(line[6:])
     raise RuntimeError(f"no BENCH line from {argv}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
 
 
+def alternate(rounds: int, calls: int, commands: list[str]) -> tuple[float, float, float]:
+    """(plain us/call, debugged us/call, median paired ratio) from one process."""
+    result = run([PY, WORKLOAD, "alternate", str(rounds), str(calls), *commands])
+    plain, debugged = result["plain_us"], result["debugged_us"]
+    ratios = [d / p for p, d in zip(plain, debugged)]
+    return statistics.median(plain), statistics.median(debugged), statistics.median(ratios)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--calls", type=int, default=3000)
-    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--steps", type=int, default=2500)
     args = parser.parse_args()
-    calls = [WORKLOAD, "calls", str(args.calls)]
-    configs = {
-        "plain": lambda: run([PY, *calls]),
-        "a. dyndbg continue": lambda: run([*DYNDBG, "-c", "continue", *calls]),
-        "b. bp on a graph not called": lambda: run(
-            [*DYNDBG, "-c", "b graph 1", "-c", "continue", *calls]),
-        "c. false conditional bp in loop": lambda: run(
-            [*DYNDBG, "-c", f"b workload.py:{LOOP_LINE}, x is None", "-c", "continue", *calls]),
-        "d. torch bytecode_debugger": lambda: run(
-            [PY, *calls], stdin="c\n" * 20, env={"BENCH_TORCH_DEBUGGER": "1"}),
-    }
-    per_call: dict[str, list[float]] = {name: [] for name in configs}
-    compile_s: dict[str, list[float]] = {"plain": [], "dyndbg": []}
-    step_rates: list[float] = []
-    for _ in range(args.rounds):
-        for name, measure in configs.items():
-            per_call[name].append(measure()["per_call_us"])
-        compile_s["plain"].append(run([PY, WORKLOAD, "compile"])["compile_s"])
-        compile_s["dyndbg"].append(
-            run([*DYNDBG, "-c", "continue", WORKLOAD, "compile"])["compile_s"])
-        step_rates.append(stepping_rate(args.steps))
-
-    plain = statistics.median(per_call["plain"])
     print(f"dyndbg overhead, {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
-          f"{args.rounds} rounds x {args.calls} calls, medians")
-    print(f"{'configuration':<34} {'us/call':>9} {'x plain':>8}")
-    for name, values in per_call.items():
-        median = statistics.median(values)
-        print(f"{name:<34} {median:>9.1f} {median / plain:>8.2f}")
-    c = statistics.median(per_call["c. false conditional bp in loop"])
-    d = statistics.median(per_call["d. torch bytecode_debugger"])
-    print(f"{'c vs d (torch debugger / c)':<34} {'':>9} {d / c:>8.2f}")
-    plain_c, dyndbg_c = (statistics.median(compile_s[k]) for k in ("plain", "dyndbg"))
-    print(f"e. first compile, 6-layer MLP       plain {plain_c:.3f} s, dyndbg {dyndbg_c:.3f} s, "
-          f"ratio {dyndbg_c / plain_c:.2f}")
-    print(f"f. stepping, scripted, stop display on: {statistics.median(step_rates):.0f} stops/s")
+          f"loop: a compiled function with a graph break (eager), {args.calls} calls a phase")
+    print(f"{'configuration':<44} {'plain us':>9} {'dyndbg us':>10} {'ratio':>6}")
+    configs = {
+        "a. -c continue, no breakpoints": ["continue"],
+        "b. breakpoint on a graph not called": ["b graph 1", "continue"],
+        "c. false conditional bp in the loop": [f"b workload.py:{LOOP_LINE}, x is None",
+                                                "continue"],
+    }
+    c_per_call = 0.0
+    for name, commands in configs.items():
+        plain, debugged, ratio = alternate(args.rounds, args.calls, commands)
+        print(f"{name:<44} {plain:>9.1f} {debugged:>10.1f} {ratio:>6.2f}")
+        c_per_call = debugged
+
+    calls = [WORKLOAD, "calls", str(args.calls)]
+    plain_runs, torch_runs, compile_plain, compile_dyndbg, rates = [], [], [], [], []
+    for _ in range(max(3, args.rounds // 2)):
+        plain_runs.append(run([PY, *calls])["per_call_us"])
+        torch_runs.append(run([PY, *calls], stdin="c\n" * 20,
+                              env={"BENCH_TORCH_DEBUGGER": "1"})["per_call_us"])
+        compile_plain.append(run([PY, WORKLOAD, "compile"])["compile_s"])
+        compile_dyndbg.append(run([*DYNDBG, "-c", "continue", WORKLOAD, "compile"])["compile_s"])
+        rates.append(stepping_rate(args.steps))
+    plain, torch_debugger = statistics.median(plain_runs), statistics.median(torch_runs)
+    print(f"{'d. torch bytecode_debugger, continue mode':<44} {plain:>9.1f} {torch_debugger:>10.1f} "
+          f"{torch_debugger / plain:>6.2f}")
+    print(f"   c is {torch_debugger / c_per_call:.1f}x faster than d")
+    cp, cd = statistics.median(compile_plain), statistics.median(compile_dyndbg)
+    print(f"{'e. first compile, 6-layer MLP (s)':<44} {cp:>9.3f} {cd:>10.3f} {cd / cp:>6.2f}")
+    print(f"f. stepping, scripted, stop display on: {statistics.median(rates):.0f} stops/s")
 
 
 def stepping_rate(steps: int) -> float:
-    """Stops per second: the time of K scripted steps beyond a run with none."""
-    def timed(commands: str) -> tuple[float, int]:
+    """Stops per second in scripted mode, each stop rendered: the difference
+    between runs of 2K and K steps, so start-up and compile cancel out."""
+    def timed(count: int) -> tuple[float, int]:
         start = time.perf_counter()
-        proc = subprocess.run([*DYNDBG, WORKLOAD, "calls", "50"], input=commands,
-                              capture_output=True, text=True, cwd=HERE.parent,
-                              env={**os.environ, "NO_COLOR": "1"}, timeout=600)
+        proc = subprocess.run([*DYNDBG, WORKLOAD, "calls", "100"], input="s\n" * count + "c\n",
+                              capture_output=True, text=True, cwd=HERE.parent, env=ENV,
+                              timeout=900)
         return time.perf_counter() - start, proc.stdout.count("\n> ")
-    base, _ = timed("c\n")
-    elapsed, stops = timed("s\n" * steps + "c\n")
-    return (stops - 1) / max(elapsed - base, 1e-9)
+    short_time, short_stops = timed(steps)
+    long_time, long_stops = timed(2 * steps)
+    return (long_stops - short_stops) / max(long_time - short_time, 1e-9)
 
 
 if __name__ == "__main__":

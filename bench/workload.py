@@ -2,6 +2,7 @@
 with a graph break (eager backend). Prints one JSON line with its timings.
 
     python bench/workload.py calls N            per-call time of the loop
+    python bench/workload.py alternate R N CMD...  plain and dyndbg phases in turn
     python bench/workload.py compile            first-compile time of an MLP
 Set BENCH_TORCH_DEBUGGER=1 to run the loop inside torch's own bytecode debugger.
 """
@@ -11,6 +12,10 @@ import sys
 import time
 
 import torch
+
+# One intra-op thread: on a small machine the thread pool's spinning makes
+# per-process timings vary more than the overhead being measured.
+torch.set_num_threads(1)
 
 
 @torch.compile(backend="eager")
@@ -38,11 +43,37 @@ def calls(n: int) -> dict:
     return {"per_call_us": elapsed / n * 1e6, "checksum": round(float(x.sum()), 3)}
 
 
+def alternating(rounds: int, n: int, commands: list[str]) -> dict:
+    """Plain and debugged phases of the same loop, alternating in one process
+    (so process-to-process noise cancels): dyndbg attached with `commands`
+    as `python -m dyndbg -c ...` would run them, then detached."""
+    import io
+    from dyndbg.attach import attach
+
+    x, w = torch.ones(8, 8) * 0.01, torch.eye(8)
+    other(x)
+    for _ in range(20):
+        x = step(x, w)
+    plain, debugged = [], []
+    for _ in range(rounds):
+        for phase in (plain, debugged):
+            engine = attach(io.StringIO(), commands) if phase is debugged else None
+            x = step(x, w)           # the first stop runs the commands; not timed
+            start = time.perf_counter()
+            for _ in range(n):
+                x = step(x, w)
+            phase.append((time.perf_counter() - start) / n * 1e6)
+            if engine is not None:
+                engine.detach()
+    return {"plain_us": plain, "debugged_us": debugged}
+
+
 def compile_time() -> dict:
     model = torch.nn.Sequential(*[m for _ in range(6) for m in (torch.nn.Linear(32, 32),
                                                                 torch.nn.ReLU())])
     compiled = torch.compile(model, backend="eager")
     x = torch.ones(4, 32)
+    other(torch.ones(2))   # dynamo's first use (and dyndbg's first stop) happen here
     start = time.perf_counter()
     compiled(x)
     return {"compile_s": time.perf_counter() - start}
@@ -50,7 +81,9 @@ def compile_time() -> dict:
 
 if __name__ == "__main__":
     what = sys.argv[1]
-    if what == "calls":
+    if what == "alternate":
+        result = alternating(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:])
+    elif what == "calls":
         n = int(sys.argv[2])
         if os.environ.get("BENCH_TORCH_DEBUGGER") == "1":
             import torch._dynamo.bytecode_debugger as torch_debugger

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 _PLACE = os.environ.get("DYNDBG_FAULT", "")
+FAULTS_ON = bool(_PLACE)   # hot paths test this constant before calling maybe_fault
 
 
 def maybe_fault(place: str) -> None:

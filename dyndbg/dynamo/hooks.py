@@ -45,6 +45,7 @@ class DynamoHooks:
         self.has_callback = False
         self.interrupt_pending = False
         self._quiet = False
+        self._callback_active = False
         self._handle = None
         self._previous_callback = None
 
@@ -81,8 +82,19 @@ class DynamoHooks:
                 self._previous_callback = eval_frame.get_bytecode_debugger_callback()
                 eval_frame.set_bytecode_debugger_callback(self._code_callback)
                 self.has_callback = True
+                self._callback_active = True
             except (ImportError, AttributeError):
                 self.has_callback = False
+
+    def set_callback_active(self, active: bool) -> None:
+        """Hook or unhook the C callback. Unhooked, generated code runs with no
+        call into dyndbg at all (the engine does this while nothing can stop)."""
+        if not self.has_callback or active == self._callback_active:
+            return
+        from torch._C._dynamo import eval_frame
+        eval_frame.set_bytecode_debugger_callback(
+            self._code_callback if active else self._previous_callback)
+        self._callback_active = active
 
     def uninstall(self) -> None:
         """Stop receiving events (the engine detaches). The Python hooks stay

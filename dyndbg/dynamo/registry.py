@@ -28,7 +28,6 @@ class GeneratedCode:
     original: types.CodeType | None      # the code dynamo transformed, if any
     compile_id: str | None               # "0/1" as in TORCH_LOGS; None if never compiled
     serial: int                          # registration order, for stable listings
-    runs: int = 0                        # times it started running, as far as seen
     extra: dict = field(default_factory=dict)  # per-code caches owned by other modules
 
     @property
@@ -57,6 +56,7 @@ class Registry:
 
     def __init__(self) -> None:
         self._by_id: dict[int, GeneratedCode] = {}
+        self.by_id = self._by_id   # read-only use on hot paths: id(code) -> entry
         self._transformed_from: set[int] = set()   # id() of originals (kept alive by entries)
 
     def add_transformed(self, original: types.CodeType, new: types.CodeType,
@@ -85,11 +85,9 @@ class Registry:
             self._by_id[id(code)] = entry
         return entry
 
-    def note_run(self, code: types.CodeType) -> None:
-        """Count a run of generated code (catch compile fires on the first)."""
-        entry = self.get(code)
-        if entry is not None:
-            entry.runs += 1
+    def count(self) -> int:
+        """How many code objects are registered (serials below this exist)."""
+        return len(self._by_id)
 
     def is_generated(self, code: types.CodeType) -> bool:
         return id(code) in self._by_id or is_resume_name(code.co_name)

@@ -192,13 +192,15 @@ class FunctionTarget(Target):
 
 @dataclass
 class CatchTarget(Target):
-    """`catch compile`: first run of each newly compiled code object;
+    """`catch compile`: first run of each code object compiled after the
+    catchpoint was set;
     `catch recompile`: the same for compile ids after the first (0/1, ...);
     `catch graph-break`: each call from a frame's code into a resume function;
     `catch exception`: every exception raised in generated code (all generated
     frames are traced while it is enabled)."""
 
-    event: str                                  # compile, recompile, graph-break
+    event: str                                  # compile, recompile, graph-break, exception
+    since: int = 0                              # registry serials from here are "new"
     caught: set[int] = field(default_factory=set)
 
     def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
@@ -219,8 +221,8 @@ class CatchTarget(Target):
         if self.event == "graph-break":
             code = getattr(_called_function(instr, stack), "__code__", None)
             return code is not None and is_resume_name(code.co_name)
-        if entry.runs > 1 or id(entry.code) in self.caught:
-            return False  # not the first run: compiled before the catchpoint's time
+        if entry.serial < self.since or id(entry.code) in self.caught:
+            return False  # compiled before the catchpoint, or already caught
         self.caught.add(id(entry.code))   # once per compiled code object
         return True
 
@@ -252,6 +254,12 @@ class ArmingPlan:
         unreached = [o for o in offsets if o not in reached_by_line]
         self.hot_lines = {self.line_of.get(o) for o in unreached}
         self.all_opcodes = None in self.hot_lines
+        # Past its last armed instruction, straight-line code can stop no more.
+        self.last_armed = max(offsets, default=-1)
+        self.loops = any(i.opname.startswith("JUMP_BACKWARD") for i in info.instructions)
+
+    def done_after(self, offset: int) -> bool:
+        return not self.loops and offset >= self.last_armed
 
 
 @dataclass

@@ -1,12 +1,14 @@
 """The engine: decides which frames are traced and where to stop.
 
-Tracing is switched on only for dynamo-generated frames: torch's C callback
-(or, without it, a global trace function that filters by code identity) installs
-`sys.settrace` just before generated code runs, each generated frame gets a
-local trace function with opcode events, and the global trace function is
-removed when the last traced frame returns. Ordinary frames called from a
-traced frame see one 'call' event and are not traced. While dynamo compiles,
-tracing is suspended entirely.
+Only dynamo-generated frames are ever traced, and only where a stop is
+possible. torch's C callback (or, without it, a global trace function that
+filters by code identity) installs `sys.settrace` just before generated code
+runs if that code can stop: while stepping, every generated frame gets opcode
+events; after `continue`, only frames holding enabled breakpoints are traced,
+with line events, and opcode events only while on a line holding an armed
+instruction (see ArmingPlan). The global trace function is removed when the
+last traced frame returns; ordinary frames called from a traced frame see one
+'call' event and are not traced; while dynamo compiles, tracing is suspended.
 """
 from __future__ import annotations
 
@@ -21,10 +23,11 @@ from typing import Callable, Protocol
 from dyndbg.cpython import StackUnavailable, read_value_stack, stack_support
 from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
 from dyndbg.dynamo.names import RESUME_GLOBAL
+from dyndbg.dynamo.registry import RESUME_PREFIXES
 from dyndbg.engine.breakpoints import ArmingPlan, BreakpointTable
 from dyndbg.engine.codeinfo import CodeInfo, Instr, code_info
 from dyndbg.engine.stop import Stop
-from dyndbg.faults import maybe_fault
+from dyndbg.faults import FAULTS_ON, maybe_fault
 from dyndbg.ownframes import is_own_frame
 
 # How much of a generated frame is traced: not at all; its calls only (to see a
@@ -78,6 +81,7 @@ class Engine:
         self._at_prompt = False
         self._line_tracer_shielded = False
         self._levels_version = -1                      # breakpoint table version of _levels
+        self._generated = self.registry.by_id          # for the hot paths: id(code) -> entry
         self._stopped_exception: BaseException | None = None
         self._tracing = False
         self._suspended = 0
@@ -116,22 +120,29 @@ class Engine:
     def set_step(self, count: int = 1) -> None:
         self.mode = Mode("step", count=count)
         self._retrace_active()
+        self.hooks.set_callback_active(True)
 
     def set_next(self, frame: types.FrameType, count: int = 1) -> None:
         self.mode = Mode("next", frame, count=count)
         self._retrace_active()
+        self.hooks.set_callback_active(True)
 
     def set_return(self, frame: types.FrameType) -> None:
         self.mode = Mode("return", frame)
         self._retrace_active()
+        self.hooks.set_callback_active(True)
 
     def set_until(self, frame: types.FrameType, index: int) -> None:
         self.mode = Mode("until", frame, until_index=index)
         self._retrace_active()
+        self.hooks.set_callback_active(True)
 
     def set_continue(self) -> None:
         self.mode = Mode("continue")
         self._retrace_active()
+        # Nothing can stop: no call into dyndbg at all until something can.
+        idle = not any(bp.enabled for bp in self.breakpoints)
+        self.hooks.set_callback_active(not idle)
 
     def quit(self) -> None:
         self.detach()
@@ -154,9 +165,12 @@ class Engine:
         code = self._compiled.get(expression)
         if code is None:
             code = self._compiled[expression] = compile(expression, "<condition>", "eval")
+        names = code.co_names
+        if "__frame__" not in names and "__stack__" not in names:
+            return eval(code, frame.f_globals, frame.f_locals)  # read only: no copy needed
         namespace = dict(frame.f_locals)
         namespace["__frame__"] = frame
-        if "__stack__" in code.co_names:
+        if "__stack__" in names:
             values = stack()
             namespace["__stack__"] = list(values) if values is not None else []
         return eval(code, frame.f_globals, namespace)
@@ -186,6 +200,7 @@ class Engine:
             signal.default_int_handler(signum, frame)  # KeyboardInterrupt, as without dyndbg
         self.frontend.message("dyndbg: interrupted; stopping at the next generated instruction")
         self.mode = Mode("step")
+        self.hooks.set_callback_active(True)
         for g in generated:
             if not any(g is a for a in self._active):
                 self._active.append(g)
@@ -201,14 +216,14 @@ class Engine:
     def _on_code_start(self, code: types.CodeType) -> None:
         """torch's C callback: generated code is about to run. Tracing goes on
         only if a stop is possible in it (or in a resume function it calls)."""
-        maybe_fault("callback")
+        if FAULTS_ON:
+            maybe_fault("callback")
         if self.hooks.interrupt_pending:
             self._install_trace()  # its call event delivers the deferred interrupt
             return
-        entry = self.registry.get(code)
+        entry = self._generated.get(id(code))
         if entry is None:  # compiled before dyndbg was attached
             entry = self.registry.add_transformed(None, code, None)
-        entry.runs += 1
         if self.detached or self._tracing:
             return
         if self.mode.kind != "continue":
@@ -275,6 +290,24 @@ class Engine:
             frame.f_trace_lines = False
             frame.f_trace_opcodes = level == TRACE_OPCODES
 
+    def _release(self, frame: types.FrameType) -> None:
+        """Stop tracing a frame that can stop no more: the rest of it, and the
+        calls it makes, run untraced (the trace goes if no traced frame is left)."""
+        frame.f_trace_opcodes = False
+        frame.f_trace_lines = False
+        frame.f_trace = None
+        self._forget(frame)
+        self._maybe_remove_trace()
+
+    def _forget(self, frame: types.FrameType) -> None:
+        self._snapshots.pop(id(frame), None)
+        self._entry_locals.pop(id(frame), None)
+        self._stopped_in.discard(id(frame))
+        for i in range(len(self._active) - 1, -1, -1):
+            if self._active[i] is frame:
+                del self._active[i]
+                break
+
     def _plan_for(self, entry: GeneratedCode) -> ArmingPlan:
         info = self.info_for(entry)
         return ArmingPlan(set(self.breakpoints.armed(entry, info)), info)
@@ -304,6 +337,9 @@ class Engine:
                     return None  # the opcode event for this instruction follows if hot
                 # an armed instruction that a line event reaches: handled as its opcode
             dispatch(frame, event, arg)
+            if event != "return" and self.mode.kind == "continue" and \
+                    plan.done_after(frame.f_lasti):
+                self._release(frame)
             return None
 
         if not self._line_tracer_shielded:  # every closure shares this code object
@@ -330,6 +366,11 @@ class Engine:
     def _global_trace(self, frame: types.FrameType, event: str, arg: object):  # type: ignore[no-untyped-def]
         if event != "call":
             return None
+        code = frame.f_code
+        # The hot path: most calls made while a generated frame runs are not generated.
+        if id(code) not in self._generated and not code.co_name.startswith(RESUME_PREFIXES) \
+                and not self.hooks.interrupt_pending:
+            return None
         if self.hooks.interrupt_pending:
             # A Ctrl-C that arrived inside torch's C callback, where raising
             # would abort the process: delivered here, as the frame starts.
@@ -341,8 +382,6 @@ class Engine:
                 return None
             entry = self.registry.get(frame.f_code)
             assert entry is not None
-            if not self.hooks.has_callback or entry.kind == "resume":
-                self.registry.note_run(frame.f_code)  # runs the C callback does not see
             level = self._trace_level(entry, frame)
             if level == TRACE_NONE:
                 self._maybe_remove_trace()  # installed by the callback's cautious guess
@@ -387,7 +426,8 @@ class Engine:
             return None, str(why)
 
     def _on_opcode(self, frame: types.FrameType) -> None:
-        maybe_fault("opcode")
+        if FAULTS_ON:
+            maybe_fault("opcode")
         entry = self.registry.get(frame.f_code)
         if entry is None:
             return
@@ -452,13 +492,7 @@ class Engine:
         self._stop(Stop(frame, entry, info, instr, "exception", stack, note, exception=exc))
 
     def _on_return(self, frame: types.FrameType) -> None:
-        self._snapshots.pop(id(frame), None)
-        self._entry_locals.pop(id(frame), None)
-        self._stopped_in.discard(id(frame))
-        for i in range(len(self._active) - 1, -1, -1):
-            if self._active[i] is frame:
-                del self._active[i]
-                break
+        self._forget(frame)
         mode = self.mode
         if mode.frame is frame:
             # The frame we were stepping over left: stop at the next generated

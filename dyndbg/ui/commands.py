@@ -245,7 +245,7 @@ class Commands:
         event = arg.strip()
         if event not in ("compile", "recompile", "graph-break", "exception"):
             raise CommandError("usage: catch compile | recompile | graph-break | exception")
-        bp = self.engine.breakpoints.add(CatchTarget(event))
+        bp = self.engine.breakpoints.add(CatchTarget(event, since=self.engine.registry.count()))
         self.write(f"Catchpoint {bp.number} ({event})")
 
     def _breakpoints_named(self: "Session", arg: str) -> list[Breakpoint]:
