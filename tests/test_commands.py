@@ -8,56 +8,13 @@ prompt: the command echoed after `(dyndbg) ` and the lines it printed.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import pytest
 
 from conftest import SAMPLES, Run, plain, run_dyndbg
+from transcript import PROMPT, STOP, Segment, no_traceback, segments, stops_in
 
 GRAPH_BREAK = SAMPLES / "graph_break.py"
-PROMPT = "(dyndbg) "
-STOP = re.compile(r"^> (?P<label>.+?)  instr (?P<index>\d+)/(?P<total>\d+) @(?P<offset>\d+)  ")
-BP_HIT = re.compile(r"^Breakpoint (?P<number>\d+) at .*, hit (?P<hits>\d+)$")
-
-
-@dataclass
-class Segment:
-    command: str          # the line echoed after the prompt
-    output: list[str]     # what was printed before the next prompt
-
-
-def segments(transcript: str) -> list[Segment]:
-    found: list[Segment] = []
-    for line in transcript.splitlines():
-        if line.startswith(PROMPT):
-            found.append(Segment(line[len(PROMPT):], []))
-        elif found:
-            found[-1].output.append(line)
-    return found
-
-
-def stops_in(lines: list[str]) -> list[dict]:
-    """The stops in some output lines: label, index, and breakpoints reported."""
-    stops: list[dict] = []
-    pending_bps: list[tuple[int, int]] = []
-    for line in lines:
-        hit = BP_HIT.match(line)
-        if hit:
-            pending_bps.append((int(hit["number"]), int(hit["hits"])))
-            continue
-        match = STOP.match(line)
-        if match:
-            stops.append({"label": match["label"], "index": int(match["index"]),
-                          "offset": int(match["offset"]), "line": line,
-                          "breakpoints": pending_bps})
-            pending_bps = []
-    return stops
-
-
-def no_traceback(run: Run) -> None:
-    for name, text in (("stdout", run.stdout), ("stderr", run.stderr),
-                       ("transcript", run.transcript)):
-        assert "Traceback" not in text, f"a traceback in {name}:\n{text[-3000:]}"
 
 
 def only_segment(segs: list[Segment], command: str) -> tuple[int, Segment]:

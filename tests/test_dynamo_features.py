@@ -15,11 +15,11 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
 from conftest import ROOT, SAMPLES, Run, plain, run_dyndbg, run_plain
+from transcript import PROMPT, Segment, no_traceback, segments, stops_in
 
 GRAPH_BREAK = SAMPLES / "graph_break.py"
 RECOMPILE = SAMPLES / "recompile.py"
@@ -30,58 +30,15 @@ BACKENDS = ROOT / "tests" / "programs" / "backends.py"
 RESUME_F = "torch_dynamo_resume_in_f_at_10"   # graph_break.py's resume function
 
 # ---------------------------------------------------------------------------------------
-# Transcript helpers (as in test_commands.py): one segment per prompt.
+# Transcript helpers beyond those in transcript.py.
 
-PROMPT = "(dyndbg) "
-STOP = re.compile(r"^> (?P<label>.+?)  instr (?P<index>\d+)/(?P<total>\d+) @(?P<offset>\d+)  ")
-BP_HIT = re.compile(r"^Breakpoint (?P<number>\d+) at .*, hit (?P<hits>\d+)$")
-CATCH_HIT = re.compile(r"^Catchpoint (?P<number>\d+) \((?P<event>[\w-]+)\), hit (?P<hits>\d+)$")
 IN_LINE = re.compile(r"^\s+in (?P<i>\d+)\s+(?P<name>[^\s:]+): (?P<desc>\S+)\s+(?P<value>.*)$")
 OUT_LINE = re.compile(r"^\s+out (?P<i>\d+)\s+(?P<name>\S+): (?P<desc>\S+)\s+(?P<value>.*)$")
-
-
-@dataclass
-class Segment:
-    command: str
-    output: list[str]
-
-
-def segments(transcript: str) -> list[Segment]:
-    found: list[Segment] = []
-    for line in transcript.splitlines():
-        if line.startswith(PROMPT):
-            found.append(Segment(line[len(PROMPT):], []))
-        elif found:
-            found[-1].output.append(line)
-    return found
 
 
 def head(run: Run) -> list[str]:
     """What dyndbg printed before the first prompt: the first stop."""
     return run.transcript.split(PROMPT, 1)[0].splitlines()
-
-
-def stops_in(lines: list[str]) -> list[dict]:
-    """The stops in some output lines, with the breakpoints and catchpoints reported."""
-    stops: list[dict] = []
-    bps: list[tuple[int, int]] = []
-    catches: list[tuple[int, str, int]] = []
-    for line in lines:
-        hit = BP_HIT.match(line)
-        if hit:
-            bps.append((int(hit["number"]), int(hit["hits"])))
-            continue
-        catch = CATCH_HIT.match(line)
-        if catch:
-            catches.append((int(catch["number"]), catch["event"], int(catch["hits"])))
-            continue
-        match = STOP.match(line)
-        if match:
-            stops.append({"label": match["label"], "index": int(match["index"]),
-                          "offset": int(match["offset"]), "line": line,
-                          "breakpoints": bps, "catches": catches})
-            bps, catches = [], []
-    return stops
 
 
 def continue_stops(run: Run, commands: tuple[str, ...] = ("c",)) -> list[dict | None]:
@@ -112,12 +69,6 @@ def is_tensor(value: str, expected: str, whole: bool = True) -> bool:
     (`Tensor f32[4] ...`); `whole=False`: `expected` is its start."""
     pattern = r"(?:Tensor )?" + re.escape(expected) + ("" if whole else r" ")
     return bool((re.fullmatch if whole else re.match)(pattern, value))
-
-
-def no_traceback(run: Run) -> None:
-    for name, text in (("stdout", run.stdout), ("transcript", run.transcript)):
-        assert "Traceback" not in text, f"a traceback in {name}:\n{text[-3000:]}"
-    assert "Traceback" not in run.stderr, f"a traceback on stderr:\n{run.stderr[-3000:]}"
 
 
 def program_unchanged(run: Run, expected: Run) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SAMPLES, run_dyndbg, run_plain
+from conftest import ROOT, run_dyndbg, run_plain
 
 MANY = ROOT / "tests" / "programs" / "many_calls.py"
 
