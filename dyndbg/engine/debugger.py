@@ -39,6 +39,10 @@ TRACE_NONE, TRACE_CALLS, TRACE_LINES, TRACE_OPCODES = 0, 1, 2, 3
 _QUIET_EXCEPTIONS = (StopIteration, StopAsyncIteration, GeneratorExit)
 
 
+class ConditionInterrupted(Exception):
+    """A breakpoint condition stopped by Ctrl-C: reported, the breakpoint hit."""
+
+
 class DyndbgQuit(BaseException):
     """Raised into the program by `quit`, as pdb raises BdbQuit.
 
@@ -79,6 +83,7 @@ class Engine:
         self._compiled: dict[str, types.CodeType] = {}  # breakpoint conditions
         self._sigint_installed = False
         self._at_prompt = False
+        self._in_condition = False
         self._line_tracer_shielded = False
         self._levels_version = -1                      # breakpoint table version of _levels
         self._generated = self.registry.by_id          # for the hot paths: id(code) -> entry
@@ -160,20 +165,28 @@ class Engine:
         return self._snapshots.get(id(frame))
 
     def evaluate_in(self, frame: types.FrameType, expression: str,
-                    stack: Callable[[], list[object] | None]) -> object:
+                    stack: Callable[[], list[object] | None]) -> bool:
         """A breakpoint condition, in the frame (compiled once per text)."""
         code = self._compiled.get(expression)
         if code is None:
             code = self._compiled[expression] = compile(expression, "<condition>", "eval")
         names = code.co_names
-        if "__frame__" not in names and "__stack__" not in names:
-            return eval(code, frame.f_globals, frame.f_locals)  # read only: no copy needed
-        namespace = dict(frame.f_locals)
-        namespace["__frame__"] = frame
-        if "__stack__" in names:
-            values = stack()
-            namespace["__stack__"] = list(values) if values is not None else []
-        return eval(code, frame.f_globals, namespace)
+        namespace = frame.f_locals  # read only: no copy needed without extras
+        if "__frame__" in names or "__stack__" in names:
+            namespace = dict(namespace)
+            namespace["__frame__"] = frame
+            if "__stack__" in names:
+                values = stack()
+                namespace["__stack__"] = list(values) if values is not None else []
+        # No timer here (it would cost more than the check): Ctrl-C interrupts a
+        # condition that never ends, and it then counts as raised (a stop).
+        self._in_condition = True
+        try:
+            return bool(eval(code, frame.f_globals, namespace))
+        except KeyboardInterrupt:
+            raise ConditionInterrupted("interrupted by Ctrl-C") from None
+        finally:
+            self._in_condition = False
 
     # -- Ctrl-C -------------------------------------------------------------------
     def _install_sigint(self) -> None:
@@ -196,7 +209,8 @@ class Engine:
                 generated.append(current)
             current = current.f_back
         running_ours = frame is not None and is_own_frame(frame)
-        if self.detached or self._at_prompt or not (generated or running_ours):
+        if self.detached or self._at_prompt or self._in_condition \
+                or not (generated or running_ours):
             signal.default_int_handler(signum, frame)  # KeyboardInterrupt, as without dyndbg
         self.frontend.message("dyndbg: interrupted; stopping at the next generated instruction")
         self.mode = Mode("step")

@@ -13,13 +13,17 @@ from typing import TYPE_CHECKING, Callable, TextIO
 from dyndbg.dynamo.names import readable
 from dyndbg.engine.stop import Stop
 from dyndbg.ownframes import is_own_frame
+from dyndbg.timelimit import time_limit
 from dyndbg.ui import boundaries, render
 from dyndbg.ui.commands import CommandError, Commands
 from dyndbg.ui.dynamo_commands import DynamoCommands
 from dyndbg.ui.reader import ScriptedReader, TerminalReader, is_terminal, printable
 from dyndbg.ui.style import Highlighter, wants_color
 from dyndbg.ui.terminal import PromptReader
-from dyndbg.ui.values import safe_repr
+from dyndbg.ui.values import cut, safe_repr
+
+DISPLAY_SECONDS = 2.0
+DISPLAY_WIDTH = 240
 
 if TYPE_CHECKING:
     from dyndbg.engine.debugger import Engine
@@ -176,8 +180,10 @@ class Session(Commands, DynamoCommands):
 
     def _display_value(self, expression: str) -> str:
         try:
-            return safe_repr(self.evaluate(expression))
-        except Exception as error:  # noqa: BLE001
+            with time_limit(DISPLAY_SECONDS):
+                value = self.evaluate(expression)
+            return cut(safe_repr(value), DISPLAY_WIDTH)  # shown at every stop: bounded
+        except Exception as error:  # noqa: BLE001 - user code, a timeout included
             return f"<{type(error).__name__}: {error}>"
 
     # -- frames -------------------------------------------------------------------------

@@ -5,12 +5,10 @@ failing __repr__ escape.
 """
 from __future__ import annotations
 
-import contextlib
-import signal
 import sys
-import threading
 
 from dyndbg.cpython import NULL
+from dyndbg.timelimit import TimeLimitExceeded, time_limit
 
 _DTYPE_SHORT = {
     "float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",
@@ -32,39 +30,11 @@ def set_width(value: int) -> None:
 REPR_SECONDS = 2.0
 
 
-class _ReprTimeout(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def _time_limit(seconds: float):  # type: ignore[no-untyped-def]
-    """Interrupt a hanging repr with SIGALRM, only where that is free: the main
-    thread, and neither the program's own alarm nor a SIGALRM handler in use."""
-    usable = (threading.current_thread() is threading.main_thread()
-              and hasattr(signal, "setitimer")
-              and signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)
-              and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0))
-    if not usable:
-        yield
-        return
-
-    def expire(signum, frame):  # type: ignore[no-untyped-def]
-        raise _ReprTimeout()
-
-    signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
-
-
 def safe_repr(value: object) -> str:
     try:
-        with _time_limit(REPR_SECONDS):
+        with time_limit(REPR_SECONDS):
             return repr(value)
-    except _ReprTimeout:
+    except TimeLimitExceeded:
         return f"<repr of {type(value).__name__} took over {REPR_SECONDS:g} s>"
     except Exception as error:  # noqa: BLE001 - user objects
         return f"<repr failed: {type(error).__name__}: {error}>"
