@@ -44,6 +44,10 @@ def call_offsets(info: CodeInfo) -> set[int]:
 
 
 class Target:
+    # True where offsets() are candidates and confirm() decides when reached
+    # (listings mark those `B1?`).
+    checked_when_reached = False
+
     def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
         raise NotImplementedError
 
@@ -99,6 +103,8 @@ def _called_function(instr: Instr, stack: StackReader) -> object:
 @dataclass
 class GraphCallTarget(Target):
     """Calls of compiled graphs whose global name matches `pattern`."""
+
+    checked_when_reached = True
 
     pattern: str              # fnmatch pattern on the global name, or a graph number
     number: int | None = None

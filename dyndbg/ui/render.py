@@ -64,6 +64,8 @@ def disassembly_line(info: CodeInfo, instr: Instr, current: int | None,
     bp = ""
     if bps:
         bp = ("B" if any(b.enabled for b in bps) else "b") + str(bps[0].number)
+        if all(b.target.checked_when_reached for b in bps):
+            bp += "?"  # a candidate call: the callee is checked when reached
     target = ">>" if instr.is_jump_target else "  "
     return (f"{marker} {instr.index:>4} @{instr.offset:<5} {bp:<4}{target} "
             f"{instruction_text(instr, rename)}")

@@ -8,7 +8,7 @@ import re
 from typing import TextIO
 
 _DIS_LINE = re.compile(r"^(?P<marker>->|  ) (?P<index>\s*\d+) (?P<offset>@\d+\s*) "
-                       r"(?P<bp>[Bb]\d+\s*|\s{4})(?P<target>>>|  ) (?P<op>[A-Z_]+)(?P<rest>.*)$")
+                       r"(?P<bp>[Bb]\d+\??\s*|\s{4})(?P<target>>>|  ) (?P<op>[A-Z_]+)(?P<rest>.*)$")
 _SOURCE_HEADER = re.compile(r"^(?P<head>   \S+:\d+  )(?P<code>.*)$")
 
 RESET = "\x1b[0m"
