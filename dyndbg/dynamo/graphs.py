@@ -27,7 +27,8 @@ import types
 from collections import deque
 from dataclasses import dataclass, field
 
-_GRAPH_NAME = re.compile(r"^__compiled_fn_(\d+)(?:_|$)")
+from dyndbg.dynamo.names import graph_number
+
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 _SEARCH_LIMIT = 400          # objects visited per search; real chains need < 40
 # Attributes that lead from a backend's wrapper towards the graphs it wraps.
@@ -70,12 +71,6 @@ class GraphInfo:
     source_lines: list[tuple[str, int]]
     note: str | None = None      # set when the graph module could not be reached
     graph_module: object | None = field(default=None, repr=False)
-
-
-def graph_number(name: str) -> int | None:
-    """N in `__compiled_fn_<N>_<uuid>` (or `__compiled_fn_<N>`); None otherwise."""
-    match = _GRAPH_NAME.match(name)
-    return int(match.group(1)) if match else None
 
 
 def is_graph_name(name: str) -> bool:

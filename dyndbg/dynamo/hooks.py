@@ -12,7 +12,6 @@ False and the engine falls back to a global trace function.
 from __future__ import annotations
 
 import os
-import sys
 import types
 from typing import Callable
 
@@ -147,8 +146,3 @@ class DynamoHooks:
             self._on_compile_end()
         except BaseException as error:  # noqa: BLE001
             self._report_error("compile end", error)
-
-
-def torch_version() -> str:
-    torch = sys.modules.get("torch")
-    return getattr(torch, "__version__", "unknown")

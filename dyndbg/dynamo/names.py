@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 
-GRAPH_NAME = re.compile(r"__compiled_fn_(\d+)(?:_[0-9a-f]{8}(?:_[0-9a-f]{4}){3}_[0-9a-f]{12})?")
+# The suffix is a uuid in torch 2.x; any word suffix is accepted.
+GRAPH_NAME = re.compile(r"__compiled_fn_(\d+)(?:_\w*)?")
 RESUME_GLOBAL = re.compile(r"__resume_at_\d+_\d+")
 IMPORT_GLOBAL = re.compile(r"__import_\w+")
 BUILTINS_GLOBAL = re.compile(r"__builtins_dict___\d+")
