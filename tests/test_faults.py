@@ -29,10 +29,17 @@ def test_internal_error_detaches_and_the_program_continues(place, tmp_path, plai
     assert "Traceback" not in run.stderr + run.transcript
 
 
+def _default_sigint() -> None:
+    # Test runners (pytest-xdist workers) may ignore SIGINT, and children inherit
+    # that: restore the default so python installs its KeyboardInterrupt handler.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(argv: list[str], transcript: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "dyndbg", "--out", str(transcript), *argv],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            preexec_fn=_default_sigint)
 
 
 def test_ctrl_c_in_generated_code_stops_there(tmp_path: Path) -> None:
@@ -57,7 +64,8 @@ def test_ctrl_c_in_generated_code_stops_there(tmp_path: Path) -> None:
 def test_ctrl_c_outside_generated_code_is_a_keyboard_interrupt(tmp_path: Path) -> None:
     argv = [str(PROGRAMS / "interrupt_loop.py"), "0.5", "30"]
     plain = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                             stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                             preexec_fn=_default_sigint)
     debugged = _start(argv, tmp_path / "t.txt")
     debugged.stdin.write("c\n")
     debugged.stdin.flush()
