@@ -79,13 +79,14 @@ class Engine:
         self._entry_locals: dict[int, dict] = {}       # id(frame) -> its arguments at the start
         self._stopped_in: set[int] = set()             # ids of live frames that have stopped
         self._levels: dict[int, int] = {}              # id(code) -> trace level after continue
+        self._tracers: dict[int, tuple] = {}           # id(code) -> (ArmingPlan, line tracer)
         self.events: collections.Counter[str] = collections.Counter()  # trace events received
         self._compiled: dict[str, types.CodeType] = {}  # breakpoint conditions
         self._sigint_installed = False
         self._at_prompt = False
         self._in_condition = False
         self._line_tracer_shielded = False
-        self._levels_version = -1                      # breakpoint table version of _levels
+        self._cache_version = -1                       # breakpoint table version of both
         self._generated = self.registry.by_id          # for the hot paths: id(code) -> entry
         self._stopped_exception: BaseException | None = None
         self._tracing = False
@@ -243,14 +244,19 @@ class Engine:
         if self.mode.kind != "continue":
             self._install_trace()
             return
-        if self._levels_version != self.breakpoints.version:
-            self._levels.clear()
-            self._levels_version = self.breakpoints.version
+        self._sync_code_caches()
         level = self._levels.get(id(code))
         if level is None:
             level = self._levels[id(code)] = self._trace_level(entry)
         if level != TRACE_NONE:
             self._install_trace()
+
+    def _sync_code_caches(self) -> None:
+        """Per-code decisions depend on the breakpoint table: drop them when it changes."""
+        if self._cache_version != self.breakpoints.version:
+            self._levels.clear()
+            self._tracers.clear()
+            self._cache_version = self.breakpoints.version
 
     def _trace_level(self, entry: GeneratedCode, frame: types.FrameType | None = None) -> int:
         """How much of a generated frame must be traced for every possible stop.
@@ -293,8 +299,12 @@ class Engine:
 
     def _arm_frame(self, frame: types.FrameType, entry: GeneratedCode, level: int) -> None:
         if level == TRACE_LINES:
-            plan = self._plan_for(entry)
-            frame.f_trace = self._line_tracer(plan)
+            self._sync_code_caches()
+            cached = self._tracers.get(id(entry.code))
+            if cached is None:  # one plan and tracer per code object, shared by its frames
+                plan = self._plan_for(entry)
+                cached = self._tracers[id(entry.code)] = (plan, self._line_tracer(plan))
+            plan, frame.f_trace = cached
             frame.f_trace_lines = True
             # A frame re-armed mid-line gets no line event until the line changes.
             frame.f_trace_opcodes = plan.all_opcodes or \
@@ -392,10 +402,9 @@ class Engine:
             self._maybe_remove_trace()
             raise KeyboardInterrupt
         try:
-            if self.detached or not self.registry.is_generated(frame.f_code):
+            entry = self.registry.get(code)  # registers a resume function on first sight
+            if self.detached or entry is None:
                 return None
-            entry = self.registry.get(frame.f_code)
-            assert entry is not None
             level = self._trace_level(entry, frame)
             if level == TRACE_NONE:
                 self._maybe_remove_trace()  # installed by the callback's cautious guess
