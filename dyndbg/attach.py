@@ -1,10 +1,19 @@
-"""Wiring: a front end and an engine, started together."""
+"""Wiring: a front end and an engine, started together; the one attached now."""
 from __future__ import annotations
 
 from typing import TextIO
 
 from dyndbg.engine.debugger import Engine
 from dyndbg.ui.session import Session
+
+_current: Engine | None = None  # the engine attached to this process, if any
+
+
+def current() -> Engine | None:
+    """The attached engine, or None if there is none (or it has detached)."""
+    if _current is not None and not _current.detached:
+        return _current
+    return None
 
 
 def attach(out: TextIO, commands: list[str] | None = None, no_color: bool = False,
@@ -13,8 +22,10 @@ def attach(out: TextIO, commands: list[str] | None = None, no_color: bool = Fals
 
     terminal_io: (input, output) for the prompt-toolkit session, for tests.
     """
+    global _current
     session = Session(out, commands, no_color, terminal_io)
     engine = Engine(session)
     session.engine = engine
     engine.start()
+    _current = engine
     return engine
