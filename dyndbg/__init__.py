@@ -1,3 +1,17 @@
 """dyndbg: a step-through debugger for the bytecode TorchDynamo generates."""
 
 __version__ = "0.1.0"
+
+_API = ("set_trace", "breakpoint", "debug", "post_mortem")
+
+
+def __getattr__(name: str) -> object:
+    # Loaded on first use: `python -m dyndbg --version` must not import torch.
+    if name in _API:
+        from dyndbg import api
+        return getattr(api, name)
+    raise AttributeError(f"module 'dyndbg' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + list(_API))

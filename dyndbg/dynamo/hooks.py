@@ -108,13 +108,30 @@ class DynamoHooks:
         except Exception:
             pass
 
+    def remove(self) -> None:
+        """Unregister the Python hooks too. Only from outside torch's loops over
+        them (a hook itself must not call this)."""
+        self.uninstall()
+        try:
+            import torch._dynamo
+            if self._handle is not None:
+                self._handle.remove()
+                self._handle = None
+            torch._dynamo.callback_handler.remove_start_callback(self._compile_start)
+            torch._dynamo.callback_handler.remove_end_callback(self._compile_end)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+
     # -- hooks (each must never raise into torch) ---------------------------
     def _bytecode_hook(self, original: types.CodeType, new: types.CodeType) -> None:
         if self._quiet:
             return None
         try:
             maybe_fault("hook")
-            self.registry.add_transformed(original, new, _current_compile_id())
+            entry = self.registry.add_transformed(original, new, _current_compile_id())
+            if entry.has_marker:
+                # Unhooked, torch would start its own debugger at the marker.
+                self.set_callback_active(True)
         except BaseException as error:  # noqa: BLE001 - never break dynamo's compile
             self._report_error("bytecode hook", error)
         return None

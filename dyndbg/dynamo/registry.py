@@ -10,6 +10,8 @@ from __future__ import annotations
 import types
 from dataclasses import dataclass, field
 
+from dyndbg.dynamo.markers import has_marker
+
 # torch 2.x names resume functions torch_dynamo_resume_in_<fn>_at_<line>;
 # older releases used "<resume in fn>".
 RESUME_PREFIXES = ("torch_dynamo_resume_in_", "<resume in ")
@@ -29,6 +31,7 @@ class GeneratedCode:
     compile_id: str | None               # "0/1" as in TORCH_LOGS; None if never compiled
     serial: int                          # registration order, for stable listings
     extra: dict = field(default_factory=dict)  # per-code caches owned by other modules
+    has_marker: bool = False             # holds torch's <BREAKPOINT> marker
 
     @property
     def function(self) -> str:
@@ -58,13 +61,16 @@ class Registry:
         self._by_id: dict[int, GeneratedCode] = {}
         self.by_id = self._by_id   # read-only use on hot paths: id(code) -> entry
         self._transformed_from: set[int] = set()   # id() of originals (kept alive by entries)
+        self.has_markers = False    # some code holds torch's <BREAKPOINT> marker
 
     def add_transformed(self, original: types.CodeType, new: types.CodeType,
                         compile_id: str | None) -> GeneratedCode:
         if compile_id is not None:
             compile_id = compile_id.split("_")[0]  # "0/0_1" is attempt 1 of 0/0
-        entry = GeneratedCode(new, "transformed", original, compile_id, len(self._by_id))
+        entry = GeneratedCode(new, "transformed", original, compile_id, len(self._by_id),
+                              has_marker=has_marker(new))
         self._by_id[id(new)] = entry
+        self.has_markers = self.has_markers or entry.has_marker
         if original is not None:
             self._transformed_from.add(id(original))
         return entry
@@ -74,13 +80,25 @@ class Registry:
         return id(original) in self._transformed_from
 
     def get(self, code: types.CodeType) -> GeneratedCode | None:
-        """The entry for `code`, registering a resume function on first sight.
-
-        A resume function that dynamo declines to convert runs as generated code
-        without ever passing the bytecode hook; its name identifies it.
+        """The entry for `code`, registering it on first sight if it is
+        generated code that never passed the bytecode hook: a resume function
+        dynamo declined to convert (its name identifies it), or code compiled
+        before dyndbg was attached (torch remembers those).
         """
         entry = self._by_id.get(id(code))
-        if entry is None and is_resume_name(code.co_name):
+        if entry is None:
+            entry = self.recover(code)
+        return entry
+
+    def recover(self, code: types.CodeType) -> GeneratedCode | None:
+        """Register generated code that was made before dyndbg was attached."""
+        entry = self._by_id.get(id(code))
+        if entry is not None:
+            return entry
+        original = _original_of(code)
+        if original is not None:
+            entry = self.add_transformed(original, code, _compile_id_of(original, code))
+        elif is_resume_name(code.co_name):
             entry = GeneratedCode(code, "resume", None, None, len(self._by_id))
             self._by_id[id(code)] = entry
         return entry
@@ -90,7 +108,29 @@ class Registry:
         return len(self._by_id)
 
     def is_generated(self, code: types.CodeType) -> bool:
-        return id(code) in self._by_id or is_resume_name(code.co_name)
+        return id(code) in self._by_id or is_resume_name(code.co_name) or \
+            _original_of(code) is not None
 
     def entries(self) -> list[GeneratedCode]:
         return sorted(self._by_id.values(), key=lambda e: e.serial)
+
+
+def _original_of(code: types.CodeType) -> types.CodeType | None:
+    """The code dynamo transformed into `code`, if `code` is dynamo's output."""
+    try:
+        from torch._dynamo.convert_frame import orig_code_map
+        return orig_code_map.get(code)
+    except Exception:  # noqa: BLE001 - an older torch: nothing to recover
+        return None
+
+
+def _compile_id_of(original: types.CodeType, code: types.CodeType) -> str | None:
+    """The compile id of the cache entry that runs `code`."""
+    try:
+        from torch._C._dynamo.eval_frame import _debug_get_cache_entry_list
+        for entry in _debug_get_cache_entry_list(original):
+            if entry.code is code:
+                return str(entry.compile_id)
+    except Exception:  # noqa: BLE001
+        pass
+    return None

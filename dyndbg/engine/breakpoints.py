@@ -12,6 +12,7 @@ that may not exist yet: they are pending until dynamo compiles matching code.
 - ResumeTarget: entry to resume functions (`b resume`, `b torch_dynamo_resume_in_f*`)
 - FunctionTarget: entry to the transformed code of a user function (`b f`)
 - CatchTarget: `catch compile|recompile|graph-break`
+- MarkerTarget: torch's `<BREAKPOINT>` markers (breakpoint 0, built in)
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from dyndbg.cpython import CALL_OPNAMES, SILENT_OPNAMES, call_site
+from dyndbg.dynamo.markers import breakpoint_marker
 from dyndbg.dynamo.names import GRAPH_NAME, RESUME_GLOBAL, graph_number
 from dyndbg.dynamo.registry import GeneratedCode, is_resume_name
 from dyndbg.engine.codeinfo import CodeInfo, Instr
@@ -90,6 +92,21 @@ class LineTarget(Target):
 
     def describe(self) -> str:
         return f"{self.filename}:{self.line}"
+
+
+class MarkerTarget(Target):
+    """The `LOAD_CONST <BREAKPOINT>` that torch's bytecode_debugger.breakpoint()
+    leaves in generated code: dyndbg stops there as torch's debugger would."""
+
+    def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        if not entry.has_marker:
+            return set()
+        marker = breakpoint_marker()
+        return {i.offset for i in info.instructions
+                if i.opname == "LOAD_CONST" and i.argval is marker}
+
+    def describe(self) -> str:
+        return "torch's <BREAKPOINT> markers (bytecode_debugger.breakpoint())"
 
 
 def _called_function(instr: Instr, stack: StackReader) -> object:
@@ -317,6 +334,13 @@ class BreakpointTable:
         bp = Breakpoint(self._next_number, target, temporary, condition=condition)
         self._by_number[bp.number] = bp
         self._next_number += 1
+        self.changed()
+        return bp
+
+    def add_marker_breakpoint(self) -> Breakpoint:
+        """Breakpoint 0: torch's markers (numbered apart from the user's, from 1)."""
+        bp = Breakpoint(0, MarkerTarget())
+        self._by_number[0] = bp
         self.changed()
         return bp
 

@@ -24,7 +24,8 @@ from dyndbg.cpython import StackUnavailable, read_value_stack, stack_support
 from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
 from dyndbg.dynamo.names import RESUME_GLOBAL
 from dyndbg.dynamo.registry import RESUME_PREFIXES
-from dyndbg.engine.breakpoints import ArmingPlan, BreakpointTable
+from dyndbg.dynamo.markers import torch_has_marker
+from dyndbg.engine.breakpoints import ArmingPlan, BreakpointTable, MarkerTarget
 from dyndbg.engine.codeinfo import CodeInfo, Instr, code_info
 from dyndbg.engine.stop import Stop
 from dyndbg.faults import FAULTS_ON, maybe_fault
@@ -63,6 +64,7 @@ class Mode:
     frame: types.FrameType | None = None        # for next/return/until
     count: int = 1                              # step N / next N
     until_index: int = -1
+    why: str = ""                               # said at the stop, e.g. "after dyndbg.breakpoint()"
 
 
 class Engine:
@@ -70,6 +72,8 @@ class Engine:
         self.frontend = frontend
         self.registry = Registry()
         self.breakpoints = BreakpointTable()
+        if torch_has_marker():
+            self.breakpoints.add_marker_breakpoint()
         self.mode = Mode()
         self.detached = False
         self.hooks = DynamoHooks(self.registry, self._on_code_start, self._suspend,
@@ -147,8 +151,21 @@ class Engine:
         self.mode = Mode("continue")
         self._retrace_active()
         # Nothing can stop: no call into dyndbg at all until something can.
-        idle = not any(bp.enabled for bp in self.breakpoints)
-        self.hooks.set_callback_active(not idle)
+        self.hooks.set_callback_active(not self._idle())
+
+    def close(self) -> None:
+        """Detach and unregister from torch, for a session that ends outside
+        torch's own hook loops (the end of `with dyndbg.debug()`)."""
+        self.detach()
+        self.hooks.remove()
+
+    def _idle(self) -> bool:
+        """Nothing can stop after continue. Once some code holds torch's
+        markers, never: unhooked, torch would start its own debugger there."""
+        if self.registry.has_markers:
+            return False
+        return not any(bp.enabled and not isinstance(bp.target, MarkerTarget)
+                       for bp in self.breakpoints)
 
     def quit(self) -> None:
         self.detach()
@@ -203,24 +220,45 @@ class Engine:
         self._sigint_installed = False
 
     def _on_sigint(self, signum: int, frame: types.FrameType | None) -> None:
-        generated = []
-        current = frame
-        while current is not None:
-            if self.registry.is_generated(current.f_code):
-                generated.append(current)
-            current = current.f_back
+        generated = self._generated_frames(frame)
         running_ours = frame is not None and is_own_frame(frame)
         if self.detached or self._at_prompt or self._in_condition \
                 or not (generated or running_ours):
             signal.default_int_handler(signum, frame)  # KeyboardInterrupt, as without dyndbg
         self.frontend.message("dyndbg: interrupted; stopping at the next generated instruction")
+        self._step_into(generated)
+
+    def stop_soon(self, frame: types.FrameType | None, caller: str = "") -> None:
+        """set_trace(): stop at the next generated instruction to run: in the
+        innermost generated frame that `frame` returns to, if there is one.
+        `caller` names the entry point for the stop's first line."""
+        generated = self._generated_frames(frame)
+        self._step_into(generated)
+        if caller and generated:
+            self.mode.why = f"after {caller}"
+        elif caller and frame is not None:
+            where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+            self.mode.why = f"at the first generated code since {caller} at {where}"
+
+    def _generated_frames(self, frame: types.FrameType | None) -> list[types.FrameType]:
+        """The generated frames among `frame` and its callers, innermost first."""
+        generated = []
+        while frame is not None:
+            if self.registry.get(frame.f_code) is not None:
+                generated.append(frame)
+            frame = frame.f_back
+        return generated
+
+    def _step_into(self, generated: list[types.FrameType]) -> None:
+        """Step mode, with these live generated frames traced at every instruction."""
         self.mode = Mode("step")
         self.hooks.set_callback_active(True)
         for g in generated:
             if not any(g is a for a in self._active):
                 self._active.append(g)
             self._arm_frame(g, self.registry.get(g.f_code), TRACE_OPCODES)  # type: ignore[arg-type]
-        self._install_trace()
+        if generated or not self.hooks.has_callback:
+            self._install_trace()  # else the C callback installs it when generated code starts
 
     # -- tracing control --------------------------------------------------------
     def _install_trace(self) -> None:
@@ -238,7 +276,7 @@ class Engine:
             return
         entry = self._generated.get(id(code))
         if entry is None:  # compiled before dyndbg was attached
-            entry = self.registry.add_transformed(None, code, None)
+            entry = self.registry.recover(code) or self.registry.add_transformed(None, code, None)
         if self.detached or self._tracing:
             return
         if self.mode.kind != "continue":
@@ -481,7 +519,8 @@ class Engine:
         else:
             return
         values = stack()
-        self._stop(Stop(frame, entry, info, instr, reason, values, read[0][1], hit))
+        self._stop(Stop(frame, entry, info, instr, reason, values, read[0][1], hit,
+                        why=self.mode.why if reason == "step" else ""))
 
     def _wants_step_stop(self, frame: types.FrameType, instr: Instr) -> bool:
         mode = self.mode

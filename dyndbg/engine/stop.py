@@ -22,3 +22,4 @@ class Stop:
     exception: BaseException | None = None
     first_in_frame: bool = False                  # the first stop in this run of the frame
     entry_locals: dict | None = None              # the frame's arguments when it started
+    why: str = ""                                 # "after dyndbg.breakpoint()" and the like

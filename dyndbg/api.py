@@ -1,0 +1,88 @@
+"""The library entry points: set_trace(), breakpoint(), debug(), post_mortem().
+
+Each is wrapped in torch.compiler.disable: called inside a compiled function,
+dynamo breaks the graph there and the transformed code calls it, so the stop
+lands in that dynamo frame right after the call; and dynamo never traces
+dyndbg's own frames below it.
+"""
+from __future__ import annotations
+
+import sys
+import types
+from typing import TextIO
+
+import torch
+
+from dyndbg import attach as _attach
+from dyndbg.engine.debugger import DyndbgQuit, Engine
+
+_DISABLE_WRAPPER_FILE = torch._dynamo.eval_frame.__file__
+
+
+def _engine(out: TextIO | None = None, commands: list[str] | None = None,
+            no_color: bool = False) -> tuple[Engine, bool]:
+    """The attached engine, or a new one (True when new)."""
+    engine = _attach.current()
+    if engine is not None:
+        if commands:
+            engine.frontend.pending.extend(commands)  # type: ignore[attr-defined]
+        return engine, False
+    return _attach.attach(out or sys.stdout, commands, no_color), True
+
+
+def _caller() -> types.FrameType | None:
+    """The frame that called the entry point, above torch.compiler.disable's wrapper."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename == _DISABLE_WRAPPER_FILE:
+        frame = frame.f_back
+    return frame
+
+
+def _set_trace() -> None:
+    engine, _ = _engine()
+    engine.stop_soon(_caller(), "set_trace()")
+
+
+def _breakpoint() -> None:
+    engine, _ = _engine()
+    engine.stop_soon(_caller(), "dyndbg.breakpoint()")
+
+
+set_trace = torch.compiler.disable(_set_trace, reason="dyndbg.set_trace()")
+set_trace.__doc__ = """Stop at the next dynamo-generated instruction to run.
+
+Called from ordinary code, the stop comes when compiled code next runs;
+called inside a compiled function (or through breakpoint() with
+PYTHONBREAKPOINT=dyndbg.set_trace), right after the call, in the dynamo frame.
+Starts a session on stdout/stdin if none is attached."""
+
+breakpoint = torch.compiler.disable(_breakpoint, reason="dyndbg.breakpoint()")
+breakpoint.__doc__ = """Inside a compiled function: dynamo breaks the graph here and
+calls this from the transformed code; dyndbg stops in that dynamo frame right
+after the call, at the graph boundary."""
+
+
+class debug:
+    """`with dyndbg.debug(commands=[...]):` stop in generated code run inside
+    the block only; at its end the debugger detaches. `quit` ends the block
+    (the exception does not propagate)."""
+
+    def __init__(self, commands: list[str] | None = None, out: TextIO | None = None,
+                 no_color: bool = False) -> None:
+        self.commands = list(commands or [])
+        self.out = out
+        self.no_color = no_color
+        self.engine: Engine | None = None
+        self._owned = False
+
+    def __enter__(self) -> "debug":
+        self.engine, self._owned = _engine(self.out, self.commands, self.no_color)
+        if not self._owned:
+            self.engine.stop_soon(None)
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: types.TracebackType | None) -> bool:
+        if self._owned and self.engine is not None:
+            self.engine.close()
+        return exc_type is not None and issubclass(exc_type, DyndbgQuit)
