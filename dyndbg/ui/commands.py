@@ -205,12 +205,18 @@ class Commands:
                     "inside a graph have none, their graph-break line does")
         return "pending: no matching code compiled yet"
 
+    def visible_breakpoints(self: "Session") -> list[Breakpoint]:
+        """The user's, and breakpoint 0 (torch's markers) once code has markers."""
+        has_markers = self.engine.registry.has_markers
+        return [bp for bp in self.engine.breakpoints if bp.number or has_markers]
+
     def _list_breakpoints(self: "Session") -> None:
-        if not len(self.engine.breakpoints):
+        shown = self.visible_breakpoints()
+        if not shown:
             self.write("No breakpoints.")
             return
         self.write("Num  Type   State     Where")
-        for bp in self.engine.breakpoints:
+        for bp in shown:
             self.write(bp.describe(self._resolution(bp)))
 
     def do_break(self: "Session", arg: str) -> None:
@@ -262,7 +268,7 @@ class Commands:
         Delete the numbered breakpoints, those at FILE:LINE, or all of them."""
         table = self.engine.breakpoints
         if not arg.strip():
-            numbers = [bp.number for bp in table]
+            numbers = [bp.number for bp in self.visible_breakpoints()]
         elif ":" in arg:
             target = self._parse_target(arg)
             numbers = [bp.number for bp in table if isinstance(bp.target, LineTarget)

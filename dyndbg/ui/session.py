@@ -121,6 +121,8 @@ class Session(Commands, DynamoCommands):
                 self.write(f"Catchpoint {bp.number} ({bp.target.event}), hit {bp.hits}")  # type: ignore[attr-defined]
             else:
                 self.write(f"Breakpoint {bp.number} at {bp.target.describe()}, hit {bp.hits}")
+        if stop.why:
+            self.write(f"Stopped {stop.why}")
         if stop.exception is not None:
             exc = stop.exception
             self.write(f"!! {type(exc).__name__}: {safe_repr(exc) if not str(exc) else exc}")
@@ -166,7 +168,7 @@ class Session(Commands, DynamoCommands):
         if stop is None:
             return ""
         depth = "?" if stop.stack is None else str(len(stop.stack))
-        count = len(self.engine.breakpoints)
+        count = len(self.visible_breakpoints())
         return (f" {stop.entry.label()} | instr {stop.instr.index}/{len(stop.info)} | "
                 f"stack {depth} | {count} breakpoint{'s' if count != 1 else ''} | "
                 f"{self.engine.mode.kind}{' | sticky' if self.sticky else ''} ")
