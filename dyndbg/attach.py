@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from dyndbg.engine.debugger import Engine
+from dyndbg.ui import rcfile
 from dyndbg.ui.session import Session
 
 _current: Engine | None = None  # the engine attached to this process, if any
@@ -17,13 +18,18 @@ def current() -> Engine | None:
 
 
 def attach(out: TextIO, commands: list[str] | None = None, no_color: bool = False,
-           terminal_io: tuple | None = None) -> Engine:
+           terminal_io: tuple | None = None, *, read_rc: bool = True) -> Engine:
     """Start debugging: stop at the first dynamo-generated instruction to run.
 
     terminal_io: (input, output) for the prompt-toolkit session, for tests.
+    read_rc: run the commands of ~/.dyndbgrc and ./.dyndbgrc at the first
+    stop, before `commands` (as pdb's .pdbrc and -c).
     """
     global _current
     session = Session(out, commands, no_color, terminal_io)
+    if read_rc:
+        # Read now, in the directory the debugger was started from.
+        session.pending[:0] = rcfile.read_commands(session.write)
     engine = Engine(session)
     session.engine = engine
     engine.start()

@@ -19,7 +19,7 @@ import types
 from dyndbg import __version__
 from dyndbg.ownframes import is_own_frame
 
-USAGE = ("python -m dyndbg [-c COMMAND]... [--out FILE] [--no-color] "
+USAGE = ("python -m dyndbg [-c COMMAND]... [--out FILE] [--no-color] [--no-rc] "
          "(SCRIPT | -m MODULE) [ARGS...]")
 DESCRIPTION = """\
 Run a Python script and stop in the bytecode that TorchDynamo (torch.compile)
@@ -27,7 +27,8 @@ generates: the transformed code of compiled functions and the resume functions
 after graph breaks. By default dyndbg stops at the first generated instruction.
 Commands are pdb's, at instruction level: type 'help' at the (dyndbg) prompt.
 When stdin is not a terminal, commands are read from it line by line; at end
-of input the program runs to completion."""
+of input the program runs to completion. The commands in ~/.dyndbgrc and
+./.dyndbgrc run at the first stop, before -c commands."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="write the debugger's own output to FILE instead of stdout")
     parser.add_argument("--no-color", action="store_true",
                         help="no colours, toolbar or escape codes (also: NO_COLOR set)")
+    parser.add_argument("--no-rc", action="store_true",
+                        help="do not run the commands of ~/.dyndbgrc and ./.dyndbgrc")
     parser.add_argument("--version", action="version", version=f"dyndbg {__version__}")
     parser.add_argument("target", nargs="?", metavar="SCRIPT", help="the script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
@@ -110,7 +113,7 @@ def _run(args: argparse.Namespace, target_argv: list[str], code: types.CodeType 
             out = open(args.out, "w", encoding="utf-8", buffering=1)
         except OSError as error:
             return _fail(f"can't write {args.out!r}: {error}")
-    attach(out, args.command, args.no_color)
+    attach(out, args.command, args.no_color, read_rc=not args.no_rc)
 
     sys.argv[:] = target_argv
     try:

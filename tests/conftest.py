@@ -1,9 +1,12 @@
 """Helpers that drive the real CLI in a subprocess."""
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,11 +25,32 @@ class Run:
     transcript: str    # dyndbg's output (--out), empty for plain runs
 
 
-def _env() -> dict[str, str]:
+_EMPTY_HOME: list[str] = []
+
+
+def empty_home() -> str:
+    """An empty directory for HOME: a developer's own ~/.dyndbgrc (or
+    history) must not change what the suite sees."""
+    if not _EMPTY_HOME:
+        path = tempfile.mkdtemp(prefix="dyndbg-test-home-")
+        atexit.register(shutil.rmtree, path, True)
+        _EMPTY_HOME.append(path)
+    return _EMPTY_HOME[0]
+
+
+def _env(home: Path | None = None, extra: dict[str, str | None] | None = None) -> dict[str, str]:
+    """The environment of the programs the tests start; extra: variables to
+    set, or to remove where the value is None."""
     env = dict(os.environ)
     env.pop("PYTHONBREAKPOINT", None)
     env["PYTHONUNBUFFERED"] = "1"
     env["NO_COLOR"] = "1"
+    env["HOME"] = str(home) if home is not None else empty_home()
+    for name, value in (extra or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
     return env
 
 
@@ -38,8 +62,10 @@ def run_plain(script: Path | str, *args: str, cwd: Path = ROOT) -> Run:
 
 def run_dyndbg(target: list[str] | Path | str, commands: str | list[str] = "",
                tmp_path: Path | None = None, options: list[str] | None = None,
-               cwd: Path = ROOT, stdin_bytes: bytes | None = None) -> Run:
-    """`python -m dyndbg [options] --out FILE target...` with commands on stdin."""
+               cwd: Path = ROOT, stdin_bytes: bytes | None = None, home: Path | None = None,
+               env: dict[str, str | None] | None = None) -> Run:
+    """`python -m dyndbg [options] --out FILE target...` with commands on stdin.
+    home: HOME (an empty directory by default); env: variables to set or remove (None)."""
     if isinstance(commands, list):
         commands = "".join(c + "\n" for c in commands)
     argv = [sys.executable, "-m", "dyndbg", *(options or [])]
@@ -49,8 +75,8 @@ def run_dyndbg(target: list[str] | Path | str, commands: str | list[str] = "",
         argv += ["--out", str(transcript_file)]
     argv += [str(t) for t in target] if isinstance(target, list) else [str(target)]
     data = stdin_bytes if stdin_bytes is not None else commands.encode()
-    proc = subprocess.run(argv, input=data, capture_output=True, cwd=cwd, env=_env(),
-                          timeout=TIMEOUT)
+    proc = subprocess.run(argv, input=data, capture_output=True, cwd=cwd,
+                          env=_env(home, env), timeout=TIMEOUT)
     transcript = transcript_file.read_text() if transcript_file and transcript_file.exists() else ""
     return Run(proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"),
                proc.returncode, transcript)

@@ -4,6 +4,7 @@ stdout; and no frame or memory kept after 10,000 calls."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SAMPLES, plain, run_dyndbg, run_plain
+from conftest import ROOT, SAMPLES, empty_home, plain, run_dyndbg, run_plain
 
 PROGRAMS = ROOT / "tests" / "programs"
 
@@ -39,7 +40,7 @@ def _start(argv: list[str], transcript: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "dyndbg", "--out", str(transcript), *argv],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            preexec_fn=_default_sigint)
+                            env=dict(os.environ, HOME=empty_home()), preexec_fn=_default_sigint)
 
 
 def test_ctrl_c_in_generated_code_stops_there(tmp_path: Path) -> None:
@@ -111,7 +112,8 @@ def test_closed_output_pipe_does_not_hang_or_trace_back(tmp_path: Path) -> None:
     # dyndbg's own output goes to stdout, whose reader goes away after one line.
     proc = subprocess.Popen([sys.executable, "-m", "dyndbg", str(SAMPLES / "graph_break.py")],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=ROOT)
+                            stderr=subprocess.PIPE, cwd=ROOT,
+                            env=dict(os.environ, HOME=empty_home()))
     proc.stdout.readline()
     proc.stdout.close()
     _, err = proc.communicate(b"s\n" * 30 + b"c\n", timeout=120)
@@ -165,7 +167,8 @@ def test_no_frames_or_memory_kept_after_10000_calls(tmp_path: Path) -> None:
     driver = tmp_path / "leak.py"
     driver.write_text(LEAK_DRIVER)
     proc = subprocess.run([sys.executable, str(driver)], capture_output=True, text=True,
-                          cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+                          cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
+                                         "HOME": empty_home()},
                           stdin=subprocess.DEVNULL, timeout=300)
     line = next(l for l in proc.stdout.splitlines() if l.startswith("LEAK "))
     result = json.loads(line[5:])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_dyndbg, run_plain
+from conftest import ROOT, empty_home, run_dyndbg, run_plain
 
 MANY = ROOT / "tests" / "programs" / "many_calls.py"
 
@@ -34,7 +34,7 @@ def drive(script: Path, commands: list[str], tmp_path: Path, fallback: bool = Fa
     """Run `script` in-process under attach() and report the engine's event counts."""
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER.replace("COMMANDS", repr(commands)))
-    env = {"PYTHONPATH": str(ROOT), "NO_COLOR": "1", "PATH": "/usr/bin:/bin"}
+    env = {"PYTHONPATH": str(ROOT), "NO_COLOR": "1", "PATH": "/usr/bin:/bin", "HOME": empty_home()}
     if fallback:
         env["DYNDBG_NO_CALLBACK"] = "1"
     proc = subprocess.run([sys.executable, str(driver), str(script)], capture_output=True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import linecache
 import os
+import re
 from typing import TYPE_CHECKING
 
 from dyndbg.cpython import SILENT_OPNAMES
@@ -31,6 +32,21 @@ def _int(text: str, what: str) -> int:
 
 def _numbers(arg: str, what: str = "breakpoint number") -> list[int]:
     return [_int(part, what) for part in arg.replace(",", " ").split()]
+
+
+_ALIAS_PARAMETER = re.compile(r"%([1-9*])")
+
+
+def _substitute(name: str, body: str, args: list[str]) -> str:
+    """An alias's text with %1..%9 and %* replaced, as pdb does; a missing
+    argument, or one with no place, is an error (as in pdb since 3.13)."""
+    wanted = max((int(n) for n in _ALIAS_PARAMETER.findall(body) if n != "*"), default=0)
+    if len(args) < wanted:
+        raise CommandError(f"not enough arguments for alias {name!r} (it takes {wanted})")
+    if len(args) > wanted and "%*" not in body:
+        raise CommandError(f"too many arguments for alias {name!r} (it takes {wanted})")
+    return _ALIAS_PARAMETER.sub(
+        lambda m: " ".join(args) if m.group(1) == "*" else args[int(m.group(1)) - 1], body)
 
 
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.*?[]<> -")
@@ -72,7 +88,7 @@ class Commands:
         ("dynamo", ["graph", "guards", "cache"]),
         ("looking", ["stack", "locals", "globals", "p", "pp", "display", "undisplay",
                      "where", "up", "down", "list", "longlist", "source"]),
-        ("other", ["sticky", "set", "help"]),
+        ("other", ["alias", "unalias", "sticky", "set", "help"]),
     ]
 
     # -- running ----------------------------------------------------------------------
@@ -553,6 +569,75 @@ class Commands:
         else:
             raise CommandError(f"unknown option {option!r} (vi, sticky, color, width)")
         self.write(f"{option} {value}")
+
+    # -- aliases (pdb's) ---------------------------------------------------------------------------
+    def do_alias(self: "Session", arg: str) -> None:
+        """alias [NAME [COMMAND]]
+        Make NAME run COMMAND: in COMMAND, %1..%9 are replaced by the words
+        after NAME and %* by all of them. Aliases apply to the first word of
+        a line, again while it is an alias, and may hide a command; COMMAND
+        may hold ';;'. 'alias NAME' shows one alias, 'alias' all of them."""
+        words = arg.split()
+        if not words:
+            if not self.user_aliases:
+                self.write("No aliases.")
+            for name in sorted(self.user_aliases):
+                self.write(f"{name} = {self.user_aliases[name]}")
+            return
+        name = words[0]
+        if len(words) == 1:
+            if name not in self.user_aliases:
+                raise CommandError(f"no alias {name!r}")
+            self.write(f"{name} = {self.user_aliases[name]}")
+            return
+        if name in ("alias", "unalias"):
+            raise CommandError(f"{name!r} cannot be an alias (it could not be undone)")
+        body = arg.strip()[len(name):].strip()
+        if "%*" not in body:
+            # as pdb: %1..%N with none skipped, so every word given has a place
+            used = [n for n in range(1, 10) if f"%{n}" in body]
+            if used != list(range(1, len(used) + 1)):
+                raise CommandError("parameters must be consecutive: %1, %2, ...")
+        self.user_aliases[name] = body
+
+    def do_unalias(self: "Session", arg: str) -> None:
+        """unalias NAME
+        Delete the alias NAME."""
+        words = arg.split()
+        if len(words) != 1:
+            raise CommandError("usage: unalias NAME")
+        if self.user_aliases.pop(words[0], None) is None:
+            raise CommandError(f"no alias {words[0]!r}")
+
+    def expand_aliases(self: "Session", line: str) -> str:
+        """The line with its first word expanded while that is an alias (as pdb).
+
+        A name met again ends the expansion: where it is also a command, that
+        command runs (`alias ll ll --raw`); otherwise the aliases loop, which
+        is an error rather than a hang. Commands after a ';;' of an alias's
+        text are queued, as typed ones are."""
+        chain: list[str] = []
+        while True:
+            words = line.split()
+            if not words or words[0] not in self.user_aliases:
+                return line
+            name = words[0]
+            if name in chain:
+                if self.command(name) is not None:
+                    return line
+                raise CommandError("alias loop: " + " -> ".join(chain + [name]))
+            chain.append(name)
+            line = self.split_commands(_substitute(name, self.user_aliases[name], words[1:]))
+
+    def split_commands(self: "Session", line: str) -> str:
+        """The line up to its first ';;'; the rest is queued to run next.
+        `!` lines (Python) and alias definitions are not split (as pdb)."""
+        words = line.split()
+        if ";;" not in line or line.lstrip().startswith("!") or words[0] == "alias":
+            return line
+        line, rest = line.split(";;", 1)
+        self.pending.insert(0, rest.strip())
+        return line.strip()
 
     # -- help -------------------------------------------------------------------------------------
     def do_help(self: "Session", arg: str) -> None:

@@ -51,6 +51,7 @@ class Session(Commands, DynamoCommands):
         self.pending: list[str] = list(commands or [])
         self.engine: "Engine"  # set by the caller once the engine exists
         self.last_command = ""
+        self.user_aliases: dict[str, str] = {}  # `alias NAME COMMAND`
         self.displays: dict[int, str] = {}
         self._next_display = 1
         self._greeted = False
@@ -174,7 +175,8 @@ class Session(Commands, DynamoCommands):
                 f"{self.engine.mode.kind}{' | sticky' if self.sticky else ''} ")
 
     def command_names(self) -> list[str]:
-        return [n[3:] for n in dir(self) if n.startswith("do_")] + list(self.ALIASES)
+        return ([n[3:] for n in dir(self) if n.startswith("do_")] + list(self.ALIASES)
+                + list(self.user_aliases))
 
     def show_displays(self) -> None:
         for number, expression in self.displays.items():
@@ -293,11 +295,9 @@ class Session(Commands, DynamoCommands):
                 return
         else:
             self.last_command = line
-        if ";;" in line and not line.lstrip().startswith("!"):
-            line, rest = line.split(";;", 1)
-            self.pending.insert(0, rest.strip())
-            line = line.strip()
+        line = self.split_commands(line)
         try:
+            line = self.expand_aliases(line)
             self._dispatch(line.strip())
         except CommandError as error:
             self.error(str(error))
