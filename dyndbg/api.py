@@ -86,3 +86,27 @@ class debug:
         if self._owned and self.engine is not None:
             self.engine.close()
         return exc_type is not None and issubclass(exc_type, DyndbgQuit)
+
+
+def post_mortem(t: types.TracebackType | BaseException | None = None) -> None:
+    """Open the REPL at the innermost dynamo-generated frame of a traceback,
+    as it failed: the failing instruction, locals, guards, and the value stack
+    as before that instruction where it was recorded (under
+    `python -m dyndbg --post-mortem`). `t`: a traceback or an exception;
+    default: the exception being handled, else the last uncaught one."""
+    exc = t if isinstance(t, BaseException) else None
+    tb = exc.__traceback__ if exc is not None else t
+    if t is None:
+        exc = sys.exc_info()[1] or getattr(sys, "last_value", None)
+        tb = exc.__traceback__ if exc is not None else None
+    if tb is None:
+        raise ValueError("A valid traceback must be passed if no exception is being handled")
+    engine, owned = _engine()
+    if owned:
+        engine.set_continue()  # compiled code run from the prompt does not stop
+    try:
+        if not engine.post_mortem(tb, exc):  # type: ignore[arg-type]
+            engine.frontend.message("dyndbg: no dynamo-generated frame in this traceback")
+    finally:
+        if owned:
+            engine.close()

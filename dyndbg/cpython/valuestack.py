@@ -48,7 +48,8 @@ def _read_pointer(address: int) -> int:
     return ctypes.c_void_p.from_address(address).value or 0
 
 
-def _read_stack_with(layout: FrameLayout, frame: types.FrameType) -> list[object]:
+def _read_stack_with(layout: FrameLayout, frame: types.FrameType,
+                     depth: int | None = None) -> list[object]:
     code = frame.f_code
     iframe = _read_pointer(id(frame) + layout.f_frame)
     if not iframe:
@@ -57,8 +58,13 @@ def _read_stack_with(layout: FrameLayout, frame: types.FrameType) -> list[object
         raise StackUnavailable("frame layout does not match (code pointer differs)")
     base = nlocalsplus(code)
     top = ctypes.c_int.from_address(iframe + layout.stacktop).value
+    if (top < base or top > base + code.co_stacksize) and depth is not None \
+            and 0 <= depth <= code.co_stacksize:
+        # Not stored (-1 while the frame runs): the static depth tells where
+        # the live stack of a frame suspended in a call ends.
+        top = base + depth
     if top < base or top > base + code.co_stacksize:
-        # stacktop is only stored during an opcode event; 0 elsewhere.
+        # stacktop is only stored during an opcode event.
         raise StackUnavailable("value stack not readable in this frame state")
     values: list[object] = []
     for slot in range(base, top):
@@ -127,3 +133,15 @@ def read_value_stack(frame: types.FrameType) -> list[object]:
         raise StackUnavailable(reason)
     assert _checked is not None and _checked[0] is not None
     return _read_stack_with(_checked[0], frame)
+
+
+def read_suspended_stack(frame: types.FrameType, depth: int) -> list[object]:
+    """Bottom-to-top value stack of `frame` while it is suspended in a call made
+    by its current instruction; `depth` is the static depth before that
+    instruction (stackdepth.stack_depths). Its values stay owned by the frame
+    until the instruction completes."""
+    reason = stack_support()
+    if reason is not None:
+        raise StackUnavailable(reason)
+    assert _checked is not None and _checked[0] is not None
+    return _read_stack_with(_checked[0], frame, depth)

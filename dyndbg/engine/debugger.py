@@ -20,7 +20,8 @@ import types
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from dyndbg.cpython import StackUnavailable, read_value_stack, stack_support
+from dyndbg.cpython import (StackUnavailable, read_suspended_stack, read_value_stack,
+                            stack_depths, stack_support)
 from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
 from dyndbg.dynamo.names import RESUME_GLOBAL
 from dyndbg.dynamo.registry import RESUME_PREFIXES
@@ -79,7 +80,13 @@ class Engine:
         self.hooks = DynamoHooks(self.registry, self._on_code_start, self._suspend,
                                  self._resume, self._internal_error, force_fallback)
         self._active: list[types.FrameType] = []       # live traced generated frames
-        self._snapshots: dict[int, list[object]] = {}  # id(frame) -> stack before current instr
+        # id(frame) -> (f_lasti, the stack before that instruction): the last one read
+        self._snapshots: dict[int, tuple[int, list[object]]] = {}
+        # Frames an exception left, for post_mortem(): id -> (frame, f_lasti, stack or None)
+        self._failed: collections.OrderedDict[int, tuple] = collections.OrderedDict()
+        # --post-mortem: trace the calls out of every generated frame, to keep
+        # the stack before each (what the failing instruction saw)
+        self.record_for_post_mortem = False
         self._entry_locals: dict[int, dict] = {}       # id(frame) -> its arguments at the start
         self._stopped_in: set[int] = set()             # ids of live frames that have stopped
         self._levels: dict[int, int] = {}              # id(code) -> trace level after continue
@@ -160,9 +167,10 @@ class Engine:
         self.hooks.remove()
 
     def _idle(self) -> bool:
-        """Nothing can stop after continue. Once some code holds torch's
-        markers, never: unhooked, torch would start its own debugger there."""
-        if self.registry.has_markers:
+        """Nothing can stop (or be recorded) after continue. Once some code
+        holds torch's markers, never: unhooked, torch would start its own
+        debugger there."""
+        if self.registry.has_markers or self.record_for_post_mortem:
             return False
         return not any(bp.enabled and not isinstance(bp.target, MarkerTarget)
                        for bp in self.breakpoints)
@@ -179,8 +187,9 @@ class Engine:
         return code_info(entry.extra, entry.code)
 
     def snapshot_for(self, frame: types.FrameType) -> list[object] | None:
-        """The last stack read in `frame` (before its current instruction)."""
-        return self._snapshots.get(id(frame))
+        """The stack before `frame`'s current instruction, if it was read."""
+        snapshot = self._snapshots.get(id(frame))
+        return snapshot[1] if snapshot is not None and snapshot[0] == frame.f_lasti else None
 
     def evaluate_in(self, frame: types.FrameType, expression: str,
                     stack: Callable[[], list[object] | None]) -> bool:
@@ -296,8 +305,10 @@ class Engine:
             self._tracers.clear()
             self._cache_version = self.breakpoints.version
 
-    def _trace_level(self, entry: GeneratedCode, frame: types.FrameType | None = None) -> int:
-        """How much of a generated frame must be traced for every possible stop.
+    def _trace_level(self, entry: GeneratedCode, frame: types.FrameType | None = None,
+                     recording: bool = True) -> int:
+        """How much of a generated frame must be traced for every possible stop
+        (and, with `recording`, for --post-mortem's record).
 
         Without the frame (from the C callback) the answer errs towards tracing;
         the frame's call event then decides exactly.
@@ -306,7 +317,8 @@ class Engine:
             return TRACE_OPCODES
         if self.breakpoints.armed(entry, self.info_for(entry)):
             return TRACE_LINES
-        if self.breakpoints.catches_exceptions() or self._calls_watched_resume(entry, frame):
+        if self.breakpoints.catches_exceptions() or self._calls_watched_resume(entry, frame) \
+                or (recording and self.record_for_post_mortem):
             return TRACE_CALLS
         return TRACE_NONE
 
@@ -428,6 +440,8 @@ class Engine:
     def _global_trace(self, frame: types.FrameType, event: str, arg: object):  # type: ignore[no-untyped-def]
         if event != "call":
             return None
+        if self.record_for_post_mortem:
+            self._record_caller(frame.f_back)
         code = frame.f_code
         # The hot path: most calls made while a generated frame runs are not generated.
         if id(code) not in self._generated and not code.co_name.startswith(RESUME_PREFIXES) \
@@ -457,6 +471,54 @@ class Engine:
         except BaseException as error:  # noqa: BLE001
             self._internal_error("trace", error)
             return None
+
+    def _record_caller(self, caller: types.FrameType | None) -> None:
+        """A call out of a generated frame: keep its stack as before the call."""
+        if caller is None:
+            return
+        entry = self._generated.get(id(caller.f_code))
+        if entry is None:
+            return
+        depths = entry.extra.get("depths")
+        if depths is None:
+            depths = entry.extra["depths"] = stack_depths(caller.f_code)
+        depth = depths.get(caller.f_lasti)
+        if depth is None:
+            return
+        try:
+            self._snapshots[id(caller)] = (caller.f_lasti, read_suspended_stack(caller, depth))
+        except StackUnavailable:
+            pass
+
+    def post_mortem(self, tb: types.TracebackType | None, exc: BaseException | None) -> bool:
+        """Open the front end at the innermost generated frame of the traceback
+        `tb`, as it failed. False if the traceback has no generated frame."""
+        entries = []
+        while tb is not None:
+            entries.append((tb.tb_frame, tb.tb_lasti))
+            tb = tb.tb_next
+        for depth in range(len(entries) - 1, -1, -1):
+            frame, lasti = entries[depth]
+            entry = self.registry.get(frame.f_code)
+            if entry is not None:
+                break
+        else:
+            return False
+        info = self.info_for(entry)
+        instr = info.at_offset(lasti)
+        if instr is None:
+            return False
+        recorded = self._failed.get(id(frame))
+        if recorded is not None and recorded[0] is frame and recorded[1] == lasti \
+                and recorded[2] is not None:
+            stack, note = recorded[2], "as before the failing instruction"
+        else:
+            stack, note = None, ("not recorded before the failing instruction (recorded "
+                                 "under `python -m dyndbg --post-mortem`)")
+        frames = [f for f, _ in entries[:depth + 1] if not is_own_frame(f)]
+        self._stop(Stop(frame, entry, info, instr, "post-mortem", stack, note,
+                        exception=exc, frames=frames))
+        return True
 
     def _local_trace(self, frame: types.FrameType, event: str, arg: object) -> None:
         """Events of a traced generated frame. Returns None, which keeps the
@@ -508,7 +570,7 @@ class Engine:
             return read[0][0]
 
         if stepping and stack() is not None:
-            self._snapshots[id(frame)] = stack()  # for an exception stop
+            self._snapshots[id(frame)] = (frame.f_lasti, stack())  # for an exception stop
         hit = self.breakpoints.hit(
             entry, info, frame, instr, stack,
             lambda expr: self.evaluate_in(frame, expr, stack), self.frontend.message)
@@ -547,8 +609,14 @@ class Engine:
         instr = info.at_offset(frame.f_lasti)
         if instr is None:
             return
+        stack = self.snapshot_for(frame)
+        self._failed[id(frame)] = (frame, frame.f_lasti, stack)
+        while len(self._failed) > 8:  # only the latest matter; keep few frames alive
+            self._failed.popitem(last=False)
+        if self.record_for_post_mortem and self._trace_level(entry, frame, recording=False) \
+                == TRACE_NONE:
+            return  # traced only to record this
         self._stopped_exception = exc
-        stack = self._snapshots.get(id(frame))
         note = "before the failing instruction" if stack is not None else \
             "not recorded before the failing instruction"
         self._stop(Stop(frame, entry, info, instr, "exception", stack, note, exception=exc))

@@ -15,7 +15,7 @@ class Stop:
     entry: GeneratedCode
     info: CodeInfo
     instr: Instr
-    reason: str                                   # "step", "breakpoint", "exception", "entry"
+    reason: str                                   # "step", "breakpoint", "exception", "post-mortem"
     stack: list[object] | None                    # None when not readable
     stack_note: str = ""                          # why not readable, or how it was taken
     breakpoints: list[Breakpoint] = field(default_factory=list)
@@ -23,3 +23,4 @@ class Stop:
     first_in_frame: bool = False                  # the first stop in this run of the frame
     entry_locals: dict | None = None              # the frame's arguments when it started
     why: str = ""                                 # "after dyndbg.breakpoint()" and the like
+    frames: list[types.FrameType] | None = None   # post mortem: the traceback's frames

@@ -23,6 +23,8 @@ from dyndbg.ui.terminal import PromptReader
 from dyndbg.ui.values import cut, safe_repr
 
 DISPLAY_SECONDS = 2.0
+# Commands that would run the program: a post-mortem session ends (c, q) or refuses.
+POST_MORTEM_ENDS = {"step", "next", "return", "until", "continue", "quit"}
 DISPLAY_WIDTH = 240
 
 if TYPE_CHECKING:
@@ -86,7 +88,7 @@ class Session(Commands, DynamoCommands):
     # -- a stop -----------------------------------------------------------------------
     def interact(self, stop: Stop) -> None:
         self.stop = stop
-        self.frames = self._frame_list(stop.frame)
+        self.frames = stop.frames or self._frame_list(stop.frame)
         self.selected = len(self.frames) - 1
         self._locals = {}
         self._list_next = None
@@ -127,8 +129,10 @@ class Session(Commands, DynamoCommands):
         if stop.exception is not None:
             exc = stop.exception
             self.write(f"!! {type(exc).__name__}: {safe_repr(exc) if not str(exc) else exc}")
+            ending = "'c' or 'q' ends the post-mortem session" \
+                if stop.reason == "post-mortem" else "'c' lets it propagate"
             self.write(f"!! raised at instr {stop.instr.index} @{stop.instr.offset} "
-                       f"{stop.instr.opname} in {stop.entry.label()}; 'c' lets it propagate")
+                       f"{stop.instr.opname} in {stop.entry.label()}; {ending}")
         if self.sticky:
             self.print_sticky(stop)
         self.write(render.location(stop, self.renamer(stop.frame), self.highlighter.python))
@@ -312,6 +316,14 @@ class Session(Commands, DynamoCommands):
         command = self.command(word)
         if command is None or (line != word and self._is_python(line, word)):
             self.run_python(line)
+            return
+        if self.stop is not None and self.stop.reason == "post-mortem" and \
+                self.ALIASES.get(word, word) in POST_MORTEM_ENDS:
+            if self.ALIASES.get(word, word) not in ("continue", "quit"):
+                raise CommandError("post mortem: the program has already failed; nothing "
+                                   "runs any more ('c' or 'q' ends the session)")
+            self.write("dyndbg: post-mortem session ends")
+            self.resume()
             return
         command(line[len(word):].strip())
 
