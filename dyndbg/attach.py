@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from dyndbg.distributed import NoInputReader
 from dyndbg.engine.debugger import Engine
 from dyndbg.ui import rcfile
 from dyndbg.ui.session import Session
@@ -18,18 +19,23 @@ def current() -> Engine | None:
 
 
 def attach(out: TextIO, commands: list[str] | None = None, no_color: bool = False,
-           terminal_io: tuple | None = None, *, read_rc: bool = True) -> Engine:
+           terminal_io: tuple | None = None, *, read_rc: bool = True,
+           read_input: bool = True) -> Engine:
     """Start debugging: stop at the first dynamo-generated instruction to run.
 
     terminal_io: (input, output) for the prompt-toolkit session, for tests.
     read_rc: run the commands of ~/.dyndbgrc and ./.dyndbgrc at the first
     stop, before `commands` (as pdb's .pdbrc and -c).
+    read_input: False for a process that must never read stdin (a torchrun
+    rank other than 0): after its commands, every prompt is the end of input.
     """
     global _current
     session = Session(out, commands, no_color, terminal_io)
     if read_rc:
         # Read now, in the directory the debugger was started from.
         session.pending[:0] = rcfile.read_commands(session.write)
+    if not read_input:
+        session.reader = NoInputReader(session.write)
     engine = Engine(session)
     session.engine = engine
     engine.start()

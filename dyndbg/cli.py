@@ -19,7 +19,7 @@ import types
 from dyndbg import __version__
 from dyndbg.ownframes import is_own_frame
 
-USAGE = ("python -m dyndbg [-c COMMAND]... [--out FILE] [--no-color] [--no-rc] "
+USAGE = ("python -m dyndbg [-c COMMAND]... [--out FILE] [--no-color] [--no-rc] [--rank R] "
          "(SCRIPT | -m MODULE) [ARGS...]")
 DESCRIPTION = """\
 Run a Python script and stop in the bytecode that TorchDynamo (torch.compile)
@@ -28,7 +28,10 @@ after graph breaks. By default dyndbg stops at the first generated instruction.
 Commands are pdb's, at instruction level: type 'help' at the (dyndbg) prompt.
 When stdin is not a terminal, commands are read from it line by line; at end
 of input the program runs to completion. The commands in ~/.dyndbgrc and
-./.dyndbgrc run at the first stop, before -c commands."""
+./.dyndbgrc run at the first stop, before -c commands.
+
+Under torchrun (RANK set), every rank is debugged, its output prefixed with
+[rank N], and only rank 0 reads commands; with --rank R only rank R is."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,6 +48,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="no colours, toolbar or escape codes (also: NO_COLOR set)")
     parser.add_argument("--no-rc", action="store_true",
                         help="do not run the commands of ~/.dyndbgrc and ./.dyndbgrc")
+    parser.add_argument("--rank", type=int, metavar="R",
+                        help="under torchrun: debug rank R only; the other ranks run "
+                             "without the debugger")
     parser.add_argument("--version", action="version", version=f"dyndbg {__version__}")
     parser.add_argument("target", nargs="?", metavar="SCRIPT", help="the script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
@@ -64,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.module is None and args.target is None:
         _parser().print_usage(sys.stderr)
         return _fail("a script or -m MODULE is required")
+    if args.rank is not None and args.rank < 0:
+        return _fail(f"--rank must be 0 or more, not {args.rank}")
     if args.module is not None:
         return _run(args, module=args.module, target_argv=[args.module] + target_argv)
     path = args.target
@@ -86,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
     """dyndbg's own options, then the target and its arguments."""
-    takes_value = {"-c", "--command", "--out"}
+    takes_value = {"-c", "--command", "--out", "--rank"}
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -104,16 +112,16 @@ def _split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
 
 def _run(args: argparse.Namespace, target_argv: list[str], code: types.CodeType | None = None,
          script: str | None = None, module: str | None = None) -> int:
-    from dyndbg.attach import attach
-    from dyndbg.engine.debugger import DyndbgQuit
-
-    out = sys.stdout
-    if args.out:
-        try:
-            out = open(args.out, "w", encoding="utf-8", buffering=1)
-        except OSError as error:
-            return _fail(f"can't write {args.out!r}: {error}")
-    attach(out, args.command, args.no_color, read_rc=not args.no_rc)
+    debug, prefix_rank = _rank_plan(args)
+    if debug:
+        from dyndbg.engine.debugger import DyndbgQuit
+        failed = _attach(args, prefix_rank)
+        if failed is not None:
+            return failed
+    else:
+        # Not the rank being debugged: run as plain python, dyndbg's engine
+        # (and torch, which it imports) not even loaded.
+        DyndbgQuit = _NeverRaised  # noqa: N806
 
     sys.argv[:] = target_argv
     try:
@@ -141,6 +149,47 @@ def _run(args: argparse.Namespace, target_argv: list[str], code: types.CodeType 
             os.kill(os.getpid(), signal.SIGINT)
         return 1
     return 0
+
+
+class _NeverRaised(BaseException):
+    """Stands for DyndbgQuit where no debugger is attached."""
+
+
+def _rank_plan(args: argparse.Namespace) -> tuple[bool, int | None]:
+    """Under torchrun: (debug this process?, the rank to prefix its output with)."""
+    from dyndbg import distributed
+    rank = distributed.env_rank()
+    if args.rank is None:
+        return True, rank  # every rank debugs; outside torchrun rank is None: no prefix
+    if rank is None:
+        sys.stderr.write(f"dyndbg: --rank {args.rank}: {distributed.why_no_rank()}; "
+                         "debugging this process\n")
+        return True, None
+    world = distributed.world_size()
+    if rank == 0 and world is not None and args.rank >= world:
+        sys.stderr.write(f"dyndbg: --rank {args.rank} but WORLD_SIZE is {world}: "
+                         "no rank is debugged\n")
+    return rank == args.rank, None
+
+
+def _attach(args: argparse.Namespace, prefix_rank: int | None) -> int | None:
+    """Attach the debugger to this process; an exit status if it cannot start."""
+    from dyndbg.attach import attach
+    from dyndbg.distributed import RankWriter
+
+    out = sys.stdout
+    if args.out:
+        # Every rank writes the one file: appended to, so none truncates another's lines.
+        mode = "w" if prefix_rank is None else "a"
+        try:
+            out = open(args.out, mode, encoding="utf-8", buffering=1)
+        except OSError as error:
+            return _fail(f"can't write {args.out!r}: {error}")
+    reads_input = prefix_rank is None or prefix_rank == 0
+    if prefix_rank is not None:
+        out = RankWriter(out, prefix_rank, interactive=reads_input)  # type: ignore[assignment]
+    attach(out, args.command, args.no_color, read_rc=not args.no_rc, read_input=reads_input)
+    return None
 
 
 def _report_uncaught(error: BaseException) -> None:

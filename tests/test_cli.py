@@ -53,6 +53,7 @@ def test_help() -> None:
     assert proc.returncode == 0, proc.stderr
     assert "usage:" in proc.stdout.lower(), proc.stdout
     assert "-m MODULE" in proc.stdout and "SCRIPT" in proc.stdout
+    assert "--no-rc" in proc.stdout and "--rank R" in proc.stdout, proc.stdout
 
 
 @pytest.mark.parametrize("option", ["--version", "--help"])
