@@ -23,6 +23,9 @@ EXPECTED_PUSH = (
     "if dis.opname[c[f.f_lasti]] == 'LOAD_CONST' else None)"
     "(__frame__, __frame__.f_code.co_code, __import__('dis'))")
 TOP_ID = "id(__stack__[-1]) if __stack__ else None"
+# dyndbg's static depth (for frames suspended in a call) against the live stack.
+DEPTH = ("__import__('dyndbg.cpython', fromlist=['_']).depth_before(__frame__.f_code, "
+         "__frame__.f_lasti) - len(__stack__)")
 STOP = re.compile(r"^> (?P<label>\S+ \[[^\]]+\])  instr (?P<index>\d+)/\d+ @\d+  (?P<op>\w+)")
 
 STEPS = 6000
@@ -31,7 +34,7 @@ STEPS = 6000
 def _parse_stops(transcript: str) -> list[dict]:
     """One dict per stop: frame label, instruction index, displays, exception flag."""
     displays = {f"1: {ORACLE} = ": "oracle", f"2: {EXPECTED_PUSH} = ": "push",
-                f"3: {TOP_ID} = ": "top"}
+                f"3: {TOP_ID} = ": "top", f"4: {DEPTH} = ": "depth"}
     stops: list[dict] = []
     exception_banner = False
     for line in transcript.splitlines():
@@ -60,7 +63,8 @@ class Covered:
 def step_every_instruction(script: Path, reference: Run, tmp_path: Path,
                            args: tuple[str, ...] = ()) -> Covered:
     """Single-step `script` to its end with `stack` and `locals` at each stop."""
-    commands = [f"display {ORACLE}", f"display {EXPECTED_PUSH}", f"display {TOP_ID}"]
+    commands = [f"display {ORACLE}", f"display {EXPECTED_PUSH}", f"display {TOP_ID}",
+                f"display {DEPTH}"]
     commands += ["stack", "locals", "s"] * STEPS
     run = run_dyndbg([script, *args], commands, tmp_path)
     assert run.stdout == reference.stdout
@@ -77,6 +81,7 @@ def step_every_instruction(script: Path, reference: Run, tmp_path: Path,
             assert stop["oracle"] == "None"
         else:
             assert stop["oracle"] == "0", f"stack differs from torch's reader at {stop}"
+            assert stop["depth"] == "0", f"static stack depth differs at {stop}"
         nxt = stops[i + 1] if i + 1 < len(stops) else None
         push = ast.literal_eval(stop["push"]) if stop["push"] != "None" else None
         if push and nxt and nxt["label"] == stop["label"] and nxt["index"] == stop["index"] + 1 \

@@ -7,12 +7,12 @@ message for the user, and nothing unvalidated is ever read.
 """
 from __future__ import annotations
 
-from dyndbg.cpython.stackdepth import stack_depths
+from dyndbg.cpython.stackdepth import depth_before, suspended_depth
 from dyndbg.cpython.valuestack import (NULL, StackUnavailable, read_suspended_stack,
                                        read_value_stack, stack_support)
 
 __all__ = ["NULL", "StackUnavailable", "read_suspended_stack", "read_value_stack",
-           "stack_depths", "stack_support"]
+           "depth_before", "suspended_depth", "stack_support"]
 
 from dyndbg.cpython.calls import CALL_OPNAMES, CallSite, call_site  # noqa: E402
 from dyndbg.cpython.events import SILENT_OPNAMES  # noqa: E402

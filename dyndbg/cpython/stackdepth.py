@@ -50,3 +50,33 @@ def stack_depths(code: types.CodeType) -> dict[int, int]:
             depth += _effect(instr, False)
             k += 1
     return depths
+
+
+_depths: dict[int, tuple[types.CodeType, dict[int, int]]] = {}  # id(code) -> (code, depths)
+
+
+def depth_before(code: types.CodeType, offset: int) -> int | None:
+    """The stack depth before the instruction at `offset`, computed once per code
+    object (held here, so its id stays valid; generated code lives on anyway)."""
+    cached = _depths.get(id(code))
+    if cached is None:
+        cached = _depths[id(code)] = (code, stack_depths(code))
+    return cached[1].get(offset)
+
+
+def suspended_depth(code: types.CodeType, offset: int) -> int | None:
+    """How much of the stack is still the frame's own while its instruction at
+    `offset` is in a call: everything for CALL (the callee borrows its
+    arguments, or takes them and the interpreter stores the stack pointer);
+    for CALL_FUNCTION_EX the NULL and the callable only (it replaces the
+    argument sequence); None for any other instruction (it may have popped or
+    replaced its operands already: reading them could touch freed memory)."""
+    depth = depth_before(code, offset)
+    if depth is None:
+        return None
+    opname = dis.opname[code.co_code[offset]]
+    if opname == "CALL":
+        return depth
+    if opname == "CALL_FUNCTION_EX":
+        return depth - 1 - (code.co_code[offset + 1] & 1)
+    return None

@@ -137,9 +137,8 @@ def read_value_stack(frame: types.FrameType) -> list[object]:
 
 def read_suspended_stack(frame: types.FrameType, depth: int) -> list[object]:
     """Bottom-to-top value stack of `frame` while it is suspended in a call made
-    by its current instruction; `depth` is the static depth before that
-    instruction (stackdepth.stack_depths). Its values stay owned by the frame
-    until the instruction completes."""
+    by its current instruction; `depth`: how much of the stack is still the
+    frame's own then (stackdepth.suspended_depth)."""
     reason = stack_support()
     if reason is not None:
         raise StackUnavailable(reason)

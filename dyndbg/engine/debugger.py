@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from dyndbg.cpython import (StackUnavailable, read_suspended_stack, read_value_stack,
-                            stack_depths, stack_support)
+                            stack_support, suspended_depth)
 from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
 from dyndbg.dynamo.names import RESUME_GLOBAL
 from dyndbg.dynamo.registry import RESUME_PREFIXES
@@ -100,6 +100,7 @@ class Engine:
         self._cache_version = -1                       # breakpoint table version of both
         self._generated = self.registry.by_id          # for the hot paths: id(code) -> entry
         self._stopped_exception: BaseException | None = None
+        self._line_handled: tuple[int, int] | None = None  # (id(frame), f_lasti) of a line event
         self._tracing = False
         self._suspended = 0
 
@@ -411,8 +412,9 @@ class Engine:
                     return None  # the opcode event for this instruction follows if hot
                 # an armed instruction that a line event reaches: handled as its opcode
             dispatch(frame, event, arg)
+            # Only under this plan: a stop may have re-armed the frame with a new one.
             if event != "return" and self.mode.kind == "continue" and \
-                    plan.done_after(frame.f_lasti):
+                    frame.f_trace is tracer and plan.done_after(frame.f_lasti):
                 self._release(frame)
             return None
 
@@ -472,17 +474,27 @@ class Engine:
             self._internal_error("trace", error)
             return None
 
+    def suspended_stack(self, frame: types.FrameType) -> list[object] | None:
+        """The stack of a live generated frame suspended in a call (a caller of
+        the stopped frame), as before its current instruction."""
+        snapshot = self.snapshot_for(frame)
+        if snapshot is not None:
+            return snapshot
+        depth = suspended_depth(frame.f_code, frame.f_lasti)
+        if depth is None:
+            return None
+        try:
+            return read_suspended_stack(frame, depth)
+        except StackUnavailable:
+            return None
+
     def _record_caller(self, caller: types.FrameType | None) -> None:
         """A call out of a generated frame: keep its stack as before the call."""
         if caller is None:
             return
-        entry = self._generated.get(id(caller.f_code))
-        if entry is None:
+        if id(caller.f_code) not in self._generated:
             return
-        depths = entry.extra.get("depths")
-        if depths is None:
-            depths = entry.extra["depths"] = stack_depths(caller.f_code)
-        depth = depths.get(caller.f_lasti)
+        depth = suspended_depth(caller.f_code, caller.f_lasti)
         if depth is None:
             return
         try:
@@ -531,6 +543,12 @@ class Engine:
             if self.detached:
                 return
             if event in ("opcode", "line"):
+                if event == "opcode" and self._line_handled == (id(frame), frame.f_lasti):
+                    # A stop at a line event re-armed the frame for opcodes: the
+                    # opcode event of the same instruction follows; it is done.
+                    self._line_handled = None
+                    return
+                self._line_handled = (id(frame), frame.f_lasti) if event == "line" else None
                 self._on_opcode(frame)
             elif event == "exception":
                 self._on_exception(frame, arg)  # type: ignore[arg-type]

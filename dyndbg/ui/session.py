@@ -232,10 +232,12 @@ class Session(Commands, DynamoCommands):
         if frame is self.stop.frame:
             return self.stop.stack, self.stop.stack_note
         if self.engine.registry.is_generated(frame.f_code):
-            snapshot = self.engine.snapshot_for(frame)
-            if snapshot is not None:
-                return snapshot, "as before its current instruction; the frame is suspended in a call"
-            return None, "not recorded for this frame"
+            if self.stop.frames is not None:  # post mortem: the frame has unwound
+                return None, "not recorded for this frame (it has finished)"
+            stack = self.engine.suspended_stack(frame)
+            if stack is not None:
+                return stack, "what the frame holds while suspended in the call its current instruction makes"
+            return None, "not readable for this frame"
         return None, "not a dynamo-generated frame; its stack is not tracked"
 
     # -- evaluation -----------------------------------------------------------------------
