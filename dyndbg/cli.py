@@ -19,7 +19,8 @@ import types
 from dyndbg import __version__
 from dyndbg.ownframes import is_own_frame
 
-USAGE = ("python -m dyndbg [-c COMMAND]... [--out FILE] [--no-color] [--no-rc] [--rank R] "
+USAGE = ("python -m dyndbg [-c COMMAND]... [--out FILE] [--no-color] [--post-mortem] "
+         "[--no-rc] [--rank R] "
          "(SCRIPT | -m MODULE) [ARGS...]")
 DESCRIPTION = """\
 Run a Python script and stop in the bytecode that TorchDynamo (torch.compile)
@@ -46,6 +47,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="write the debugger's own output to FILE instead of stdout")
     parser.add_argument("--no-color", action="store_true",
                         help="no colours, toolbar or escape codes (also: NO_COLOR set)")
+    parser.add_argument("--post-mortem", action="store_true",
+                        help="after an uncaught exception raised through dynamo-generated "
+                             "code, stop at the failing instruction (records the stack "
+                             "before each call of generated code to show it)")
     parser.add_argument("--no-rc", action="store_true",
                         help="do not run the commands of ~/.dyndbgrc and ./.dyndbgrc")
     parser.add_argument("--rank", type=int, metavar="R",
@@ -142,6 +147,8 @@ def _run(args: argparse.Namespace, target_argv: list[str], code: types.CodeType 
         return 0
     except BaseException as error:  # noqa: BLE001 - report it as python would
         _report_uncaught(error)
+        if debug and args.post_mortem and not isinstance(error, KeyboardInterrupt):
+            _post_mortem(error)
         if isinstance(error, KeyboardInterrupt):
             # As python does: die by SIGINT, so the parent sees the signal.
             sys.stdout.flush()
@@ -188,8 +195,27 @@ def _attach(args: argparse.Namespace, prefix_rank: int | None) -> int | None:
     reads_input = prefix_rank is None or prefix_rank == 0
     if prefix_rank is not None:
         out = RankWriter(out, prefix_rank, interactive=reads_input)  # type: ignore[assignment]
-    attach(out, args.command, args.no_color, read_rc=not args.no_rc, read_input=reads_input)
+    engine = attach(out, args.command, args.no_color, read_rc=not args.no_rc,
+                    read_input=reads_input)
+    engine.record_for_post_mortem = args.post_mortem
     return None
+
+
+def _post_mortem(error: BaseException) -> None:
+    """The REPL at the generated frame the exception came through, as pdb's."""
+    from dyndbg.attach import current
+    from dyndbg.engine.debugger import DyndbgQuit
+
+    engine = current()
+    if engine is None:
+        return  # detached (end of input): the program ends as without dyndbg
+    sys.stderr.flush()
+    try:
+        if not engine.post_mortem(error.__traceback__, error):
+            engine.frontend.message("dyndbg: the exception did not come through "
+                                    "dynamo-generated code; no post-mortem stop")
+    except DyndbgQuit:
+        pass
 
 
 def _report_uncaught(error: BaseException) -> None:

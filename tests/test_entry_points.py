@@ -200,3 +200,32 @@ def test_post_mortem_without_generated_frame_says_so(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["dyndbg: no dynamo-generated frame in this traceback",
                                         "done"]
+
+
+def test_post_mortem_option_shows_what_went_into_the_failing_graph(tmp_path: Path) -> None:
+    sample = SAMPLES / "crash_in_graph.py"
+    plain = subprocess.run([sys.executable, str(sample)], capture_output=True, text=True,
+                           cwd=ROOT, env=_env(), timeout=TIMEOUT)
+    run = run_dyndbg(sample, ["c", "stack", "p idx", "s", "c"], tmp_path,
+                     options=["--post-mortem"])
+    # The program's own output, traceback and status are python's.
+    assert (run.stdout, run.stderr, run.returncode) == (plain.stdout, plain.stderr, 1)
+    text = run.transcript
+    assert "!! IndexError: index 7 is out of bounds for dimension 0 with size 4" in text
+    stops = _stops(text)
+    assert len(stops) == 2, text
+    assert stops[1].startswith("> torch_dynamo_resume_in_f_at_11 [1/0]") and " CALL " in stops[1]
+    # The stack as the failing call of graph 2 saw it: the graph and its inputs.
+    assert "value stack, depth 4, bottom to top (as before the failing instruction):" in text
+    assert re.search(r"1  function +<function forward", text), text
+    assert re.search(r"3 +Tensor i64\[2\] cpu \[1, 7\]", text), text
+    assert "*** post mortem: the program has already failed" in text  # `s`
+    assert text.rstrip().endswith("dyndbg: post-mortem session ends")
+
+
+def test_without_post_mortem_option_no_post_mortem_stop(tmp_path: Path) -> None:
+    run = run_dyndbg(SAMPLES / "crash_in_graph.py", ["c", "c"], tmp_path)
+    assert run.returncode == 1 and "IndexError" in run.stderr
+    # Only the exception stop in f, where we had stopped (see test_commands).
+    assert "'c' lets it propagate" in run.transcript
+    assert "post-mortem" not in run.transcript
