@@ -5,6 +5,8 @@ a-c: plain and debugged phases of the same loop alternate inside one process
      run, then detached), so the machine's process-to-process noise cancels;
      the ratio is the median of the per-pair ratios.
 d-f: separate processes, alternating, repeated; medians.
+g:   as a, with --post-mortem's recording of the stack before each call out
+     of generated code (printed after c, measured like a-c).
 Prints ratios; checks nothing (the README lists the targets).
 
     python bench/overhead.py [--rounds R] [--calls N] [--steps K]
@@ -38,9 +40,10 @@ def run(argv: list[str], stdin: str = "", env: dict | None = None) -> dict:
     raise RuntimeError(f"no BENCH line from {argv}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
 
 
-def alternate(rounds: int, calls: int, commands: list[str]) -> tuple[float, float, float]:
+def alternate(rounds: int, calls: int, commands: list[str],
+              env: dict | None = None) -> tuple[float, float, float]:
     """(plain us/call, debugged us/call, median paired ratio) from one process."""
-    result = run([PY, WORKLOAD, "alternate", str(rounds), str(calls), *commands])
+    result = run([PY, WORKLOAD, "alternate", str(rounds), str(calls), *commands], env=env)
     plain, debugged = result["plain_us"], result["debugged_us"]
     ratios = [d / p for p, d in zip(plain, debugged)]
     return statistics.median(plain), statistics.median(debugged), statistics.median(ratios)
@@ -66,6 +69,10 @@ def main() -> None:
         plain, debugged, ratio = alternate(args.rounds, args.calls, commands)
         print(f"{name:<44} {plain:>9.1f} {debugged:>10.1f} {ratio:>6.2f}")
         c_per_call = debugged
+    plain, debugged, ratio = alternate(args.rounds, args.calls, ["continue"],
+                                       env={"BENCH_POST_MORTEM": "1"})
+    print(f"{'g. --post-mortem -c continue (recording)':<44} {plain:>9.1f} {debugged:>10.1f} "
+          f"{ratio:>6.2f}")
 
     calls = [WORKLOAD, "calls", str(args.calls)]
     plain_runs, torch_runs, compile_plain, compile_dyndbg, rates = [], [], [], [], []

@@ -113,7 +113,8 @@ class Engine:
         self.hooks.install()
         # Everything dyndbg runs is entered through these: dynamo must skip them
         # and all they call (the line tracer's closure is shielded when made).
-        self.hooks.shield(self._global_trace, self._local_trace, self._on_sigint)
+        self.hooks.shield(self._global_trace, self._local_trace, self._callee_trace,
+                          self._on_sigint)
         if not self.hooks.has_callback:
             self._install_trace()
 
@@ -442,12 +443,16 @@ class Engine:
     def _global_trace(self, frame: types.FrameType, event: str, arg: object):  # type: ignore[no-untyped-def]
         if event != "call":
             return None
-        if self.record_for_post_mortem:
-            self._record_caller(frame.f_back)
         code = frame.f_code
         # The hot path: most calls made while a generated frame runs are not generated.
         if id(code) not in self._generated and not code.co_name.startswith(RESUME_PREFIXES) \
                 and not self.hooks.interrupt_pending:
+            if self.record_for_post_mortem and frame.f_back is not None \
+                    and id(frame.f_back.f_code) in self._generated:
+                # Called by generated code: if an exception leaves it, the
+                # caller's stack still holds the call (read only then).
+                frame.f_trace_lines = False
+                return self._callee_trace
             return None
         if self.hooks.interrupt_pending:
             # A Ctrl-C that arrived inside torch's C callback, where raising
@@ -488,8 +493,17 @@ class Engine:
         except StackUnavailable:
             return None
 
+    def _callee_trace(self, frame: types.FrameType, event: str, arg: object) -> None:
+        """--post-mortem: the local trace of a function called by generated code."""
+        if event == "exception":
+            try:
+                self._record_caller(frame.f_back)
+            except BaseException as error:  # noqa: BLE001
+                self._internal_error("trace", error)
+
     def _record_caller(self, caller: types.FrameType | None) -> None:
-        """A call out of a generated frame: keep its stack as before the call."""
+        """An exception leaves a call made by a generated frame: keep the
+        caller's stack as before that call (its operands are still there)."""
         if caller is None:
             return
         if id(caller.f_code) not in self._generated:
