@@ -25,7 +25,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 WORKLOAD = str(HERE / "workload.py")
 PY = sys.executable
-DYNDBG = [PY, "-m", "dyndbg"]
+DYNDBG = [PY, "-m", "dyndbg", "--no-rc"]  # a ~/.dyndbgrc must not change the figures
 # The loop's own code: the graph-break line of `step` in workload.py.
 LOOP_LINE = next(i for i, line in enumerate(open(WORKLOAD), 1) if "graph_break()" in line)
 ENV = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(HERE.parent)}

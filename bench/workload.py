@@ -57,7 +57,7 @@ def alternating(rounds: int, n: int, commands: list[str]) -> dict:
     plain, debugged = [], []
     for _ in range(rounds):
         for phase in (plain, debugged):
-            engine = attach(io.StringIO(), commands) if phase is debugged else None
+            engine = attach(io.StringIO(), commands, read_rc=False) if phase is debugged else None
             if engine is not None:  # as `python -m dyndbg --post-mortem` sets it
                 engine.record_for_post_mortem = os.environ.get("BENCH_POST_MORTEM") == "1"
             x = step(x, w)           # the first stop runs the commands; not timed
