@@ -182,6 +182,7 @@ def test_post_mortem_function_opens_the_failing_dynamo_frame(tmp_path: Path) -> 
     assert len(stops) == 1 and "BINARY_SUBSCR" in stops[0], out
     assert stops[0].startswith("> torch_dynamo_resume_in_f_at_7"), stops[0]
     assert "f [0/0]" in out  # the caller, in `where`, from the traceback
+    assert f"{script}:11 <module>" in out  # where the traceback has it, not the handler
     assert "[1, 2]" in out
     assert "*** post mortem: the program has already failed" in out
     assert out.rstrip().endswith("dyndbg: post-mortem session ends\nthe program goes on"), out

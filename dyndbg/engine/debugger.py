@@ -541,7 +541,7 @@ class Engine:
         else:
             stack, note = None, ("not recorded before the failing instruction (recorded "
                                  "under `python -m dyndbg --post-mortem`)")
-        frames = [f for f, _ in entries[:depth + 1] if not is_own_frame(f)]
+        frames = [(f, i) for f, i in entries[:depth + 1] if not is_own_frame(f)]
         self._stop(Stop(frame, entry, info, instr, "post-mortem", stack, note,
                         exception=exc, frames=frames))
         return True

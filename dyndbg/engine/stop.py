@@ -23,4 +23,5 @@ class Stop:
     first_in_frame: bool = False                  # the first stop in this run of the frame
     entry_locals: dict | None = None              # the frame's arguments when it started
     why: str = ""                                 # "after dyndbg.breakpoint()" and the like
-    frames: list[types.FrameType] | None = None   # post mortem: the traceback's frames
+    # post mortem: the traceback's frames, each with the instruction it was at
+    frames: list[tuple[types.FrameType, int]] | None = None

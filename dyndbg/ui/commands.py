@@ -361,8 +361,9 @@ class Commands:
         names = self.frame_locals()
         if not names:
             self.write("no locals")
+        width = min(30, max((len(name) for name in names), default=0))  # dynamo's are long
         for name, value in list(names.items()):
-            self.write(f"  {name:<20} {type_name(value):<14} {summarize(value)}")
+            self.write(f"  {name:<{width}} {type_name(value):<14} {summarize(value)}")
 
     def do_globals(self: "Session", arg: str) -> None:
         """globals [PATTERN]
@@ -424,7 +425,14 @@ class Commands:
         their compile id and instruction, and the Python frames between them."""
         for i, frame in enumerate(self.frames):
             marker = ">" if i == self.selected else " "
-            self.write(f"{marker} {i:>2} {render.frame_line(frame, self._generated(frame))}")
+            self.write(f"{marker} {i:>2} {self._frame_line(frame)}")
+
+    def _frame_line(self: "Session", frame) -> str:  # type: ignore[no-untyped-def]
+        """A frame's `where` line; post mortem, at the instruction of the traceback."""
+        lasti = None
+        if self.stop is not None and self.stop.frames:
+            lasti = next((i for f, i in self.stop.frames if f is frame), None)
+        return render.frame_line(frame, self._generated(frame), lasti)
 
     def _generated(self: "Session", frame):  # type: ignore[no-untyped-def]
         """(label, CodeInfo) for a generated frame, None for a plain one."""
@@ -438,7 +446,7 @@ class Commands:
             raise CommandError("no frame further " + ("up" if direction < 0 else "down"))
         self.selected = target
         self._list_next = None
-        self.write(render.frame_line(self.frame, self._generated(self.frame)))
+        self.write(self._frame_line(self.frame))
 
     def do_up(self: "Session", arg: str) -> None:
         """u(p) [N]

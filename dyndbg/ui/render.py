@@ -110,11 +110,23 @@ def stack_brief(stack: list[object] | None, note: str, shown: int = 3) -> str:
     return f"{label}: {more}{' | '.join(items)}"
 
 
-def frame_line(frame: types.FrameType, generated: tuple[str, CodeInfo] | None) -> str:
-    """One line of `where`: generated frames show their label and instruction."""
+def frame_line(frame: types.FrameType, generated: tuple[str, CodeInfo] | None,
+               lasti: int | None = None) -> str:
+    """One line of `where`: generated frames show their label and instruction.
+    `lasti`: the instruction to show instead of the frame's current one (a
+    traceback's, post mortem)."""
     code = frame.f_code
-    text = f"{code.co_filename}:{frame.f_lineno} {code.co_name}"
+    line = frame.f_lineno if lasti is None else _line_at(code, lasti)
+    lasti = frame.f_lasti if lasti is None else lasti
+    text = f"{code.co_filename}:{line} {code.co_name}"
     if generated is not None:
         label, info = generated
-        text = f"{label}  instr {info.index_of(frame.f_lasti)} @{frame.f_lasti}  {text}"
+        text = f"{label}  instr {info.index_of(lasti)} @{lasti}  {text}"
     return text
+
+
+def _line_at(code: types.CodeType, offset: int) -> int | None:
+    for start, end, line in code.co_lines():
+        if start <= offset < end:
+            return line
+    return None

@@ -88,7 +88,8 @@ class Session(Commands, DynamoCommands):
     # -- a stop -----------------------------------------------------------------------
     def interact(self, stop: Stop) -> None:
         self.stop = stop
-        self.frames = stop.frames or self._frame_list(stop.frame)
+        self.frames = [f for f, _ in stop.frames] if stop.frames else \
+            self._frame_list(stop.frame)
         self.selected = len(self.frames) - 1
         self._locals = {}
         self._list_next = None
