@@ -84,8 +84,8 @@ class Engine:
         self._snapshots: dict[int, tuple[int, list[object]]] = {}
         # Frames an exception left, for post_mortem(): id -> (frame, f_lasti, stack or None)
         self._failed: collections.OrderedDict[int, tuple] = collections.OrderedDict()
-        # --post-mortem: trace the calls out of every generated frame, to keep
-        # the stack before each (what the failing instruction saw)
+        # --post-mortem: trace every generated frame and the calls it makes, so
+        # that an exception leaving a call keeps the caller's stack before it
         self.record_for_post_mortem = False
         self._entry_locals: dict[int, dict] = {}       # id(frame) -> its arguments at the start
         self._stopped_in: set[int] = set()             # ids of live frames that have stopped
@@ -124,6 +124,7 @@ class Engine:
         self.hooks.uninstall()
         self._restore_sigint()
         self._snapshots.clear()
+        self._failed.clear()
         self._entry_locals.clear()
         self._stopped_in.clear()
         self._stopped_exception = None
