@@ -32,7 +32,11 @@ of input the program runs to completion. The commands in ~/.dyndbgrc and
 ./.dyndbgrc run at the first stop, before -c commands.
 
 Under torchrun (RANK set), every rank is debugged, its output prefixed with
-[rank N], and only rank 0 reads commands; with --rank R only rank R is."""
+[rank N], and only rank 0 reads commands; with --rank R only rank R is.
+
+From a program: dyndbg.breakpoint() in a compiled function, dyndbg.set_trace()
+(or PYTHONBREAKPOINT=dyndbg.set_trace), `with dyndbg.debug():`,
+dyndbg.post_mortem()."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -49,8 +53,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="no colours, toolbar or escape codes (also: NO_COLOR set)")
     parser.add_argument("--post-mortem", action="store_true",
                         help="after an uncaught exception raised through dynamo-generated "
-                             "code, stop at the failing instruction (records the stack "
-                             "before each call of generated code to show it)")
+                             "code, stop at the failing instruction, as pdb's post mortem "
+                             "(generated code runs traced, to keep the stack the failing "
+                             "call saw)")
     parser.add_argument("--no-rc", action="store_true",
                         help="do not run the commands of ~/.dyndbgrc and ./.dyndbgrc")
     parser.add_argument("--rank", type=int, metavar="R",
