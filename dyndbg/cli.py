@@ -209,18 +209,15 @@ def _attach(args: argparse.Namespace, prefix_rank: int | None) -> int | None:
 def _post_mortem(error: BaseException) -> None:
     """The REPL at the generated frame the exception came through, as pdb's."""
     from dyndbg.attach import current
-    from dyndbg.engine.debugger import DyndbgQuit
 
     engine = current()
     if engine is None:
         return  # detached (end of input): the program ends as without dyndbg
     sys.stderr.flush()
-    try:
-        if not engine.post_mortem(error.__traceback__, error):
-            engine.frontend.message("dyndbg: the exception did not come through "
-                                    "dynamo-generated code; no post-mortem stop")
-    except DyndbgQuit:
-        pass
+    # `q` ends a post-mortem session like `c` (the session never raises DyndbgQuit).
+    if not engine.post_mortem(error.__traceback__, error):
+        engine.frontend.message("dyndbg: the exception did not come through "
+                                "dynamo-generated code; no post-mortem stop")
 
 
 def _report_uncaught(error: BaseException) -> None:

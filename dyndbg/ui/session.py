@@ -23,9 +23,9 @@ from dyndbg.ui.terminal import PromptReader
 from dyndbg.ui.values import cut, safe_repr
 
 DISPLAY_SECONDS = 2.0
-# Commands that would run the program: a post-mortem session ends (c, q) or refuses.
-POST_MORTEM_ENDS = {"step", "next", "return", "until", "continue", "quit"}
 DISPLAY_WIDTH = 240
+# Commands that would run the program: post mortem, c and q end the session, the rest refuse.
+RUNNING_COMMANDS = {"step", "next", "return", "until", "continue", "quit"}
 
 if TYPE_CHECKING:
     from dyndbg.engine.debugger import Engine
@@ -320,9 +320,10 @@ class Session(Commands, DynamoCommands):
         if command is None or (line != word and self._is_python(line, word)):
             self.run_python(line)
             return
+        name = self.ALIASES.get(word, word)
         if self.stop is not None and self.stop.reason == "post-mortem" and \
-                self.ALIASES.get(word, word) in POST_MORTEM_ENDS:
-            if self.ALIASES.get(word, word) not in ("continue", "quit"):
+                name in RUNNING_COMMANDS:
+            if name not in ("continue", "quit"):
                 raise CommandError("post mortem: the program has already failed; nothing "
                                    "runs any more ('c' or 'q' ends the session)")
             self.write("dyndbg: post-mortem session ends")
