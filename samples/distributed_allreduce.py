@@ -9,6 +9,7 @@ function's graph uses the sum. Each rank prints the same result.
 Run with plain python (or plain `python -m dyndbg`), it is a group of one rank.
 """
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -33,5 +34,6 @@ else:                             # plain python: a group of one
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
 rank = dist.get_rank()
 result = step(torch.arange(4.0) + rank)
-print(f"rank {rank}: result {result.item():g}")
+# One write per line: the ranks share stdout, and print() writes the newline apart.
+sys.stdout.write(f"rank {rank}: result {result.item():g}\n")
 dist.destroy_process_group()
