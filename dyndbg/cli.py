@@ -202,7 +202,7 @@ def _attach(args: argparse.Namespace, prefix_rank: int | None) -> int | None:
         out = RankWriter(out, prefix_rank, interactive=reads_input)  # type: ignore[assignment]
     engine = attach(out, args.command, args.no_color, read_rc=not args.no_rc,
                     read_input=reads_input)
-    engine.record_for_post_mortem = args.post_mortem
+    engine.recording = args.post_mortem
     return None
 
 

@@ -15,6 +15,21 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 TIMEOUT = 240
+# 3.13 keeps a call's callable below its NULL on the stack (dis shows `g + NULL`);
+# 3.11 and 3.12 above it (`NULL + g`).
+CALLABLE_FIRST = sys.version_info >= (3, 13)
+CALLABLE_SLOT = 0 if CALLABLE_FIRST else 1   # its index above [NULL, callable]'s base
+
+
+def with_null(name: str) -> str:
+    """How dis shows a LOAD_GLOBAL of `name` that also pushes a call's NULL."""
+    return f"{name} + NULL" if CALLABLE_FIRST else f"NULL + {name}"
+
+
+# dyndbg's own source files, as a traceback through them would name them.
+OWN_CODE = str(ROOT / "dyndbg") + os.sep
+# The tracing mechanism the programs under test get (dyndbg/engine/tracer.py's rule).
+MONITORING = hasattr(sys, "monitoring") and os.environ.get("DYNDBG_TRACER") != "settrace"
 
 
 @dataclass
@@ -106,4 +121,4 @@ def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untype
     if programs:
         terminalreporter.write_line(
             f"soak corpus: {programs} programs stepped through, {stops} instructions "
-            f"(stack checked against torch's reader at each), {loads} loads checked")
+            f"(stack checked against torch's reader at each), {loads} loads and stores checked")

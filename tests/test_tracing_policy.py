@@ -1,6 +1,8 @@
 """Where dyndbg traces (functional, not timing): after `continue` nothing runs
 traced unless a stop is possible there, and breakpoints still stop after any
-number of untraced calls, on the C-callback path and on the fallback path."""
+number of untraced calls, on the C-callback path and on the fallback path.
+Event counts are by kind (instruction, line, start, return, exception, call),
+whichever mechanism delivered them (sys.settrace, or sys.monitoring on 3.12+)."""
 from __future__ import annotations
 
 import json
@@ -10,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, empty_home, run_dyndbg, run_plain
+from conftest import MONITORING, ROOT, empty_home, run_dyndbg, run_plain
 
 MANY = ROOT / "tests" / "programs" / "many_calls.py"
 
 DRIVER = r'''
-import io, json, runpy, sys
+import io, json, os, runpy, sys
 sys.argv = [sys.argv[1]]
+sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))  # as `python SCRIPT` sets it
 from dyndbg.attach import attach
 out = io.StringIO()
 engine = attach(out, COMMANDS)
@@ -24,7 +27,7 @@ try:
     runpy.run_path(sys.argv[0], run_name="__main__")
 finally:
     sys.settrace(None)
-    print("EVENTS " + json.dumps(dict(engine.events)))
+    print("EVENTS " + json.dumps(dict(engine.tracer.events)))
     print("MODULES " + json.dumps({m: m in sys.modules for m in ("prompt_toolkit", "pygments")}))
     print("TRANSCRIPT " + json.dumps(out.getvalue()))
 '''
@@ -50,8 +53,8 @@ def drive(script: Path, commands: list[str], tmp_path: Path, fallback: bool = Fa
 
 def test_continue_without_breakpoints_sends_no_opcode_event(tmp_path: Path) -> None:
     result = drive(MANY, ["continue"], tmp_path)
-    # One opcode event: the first stop itself, before `continue`.
-    assert result["events"].get("opcode", 0) == 1, result["events"]
+    # One instruction event: the first stop itself, before `continue`.
+    assert result["events"].get("instruction", 0) == 1, result["events"]
     assert result["events"].get("line", 0) == 0, result["events"]
     assert "calls with a trace function installed: 0" in result["stdout"]
     # Scripted use never loads the terminal front end.
@@ -62,7 +65,7 @@ def test_breakpoint_on_other_code_leaves_the_loop_untraced(tmp_path: Path) -> No
     result = drive(MANY, ["b late", "continue"], tmp_path)
     assert "calls with a trace function installed: 0" in result["stdout"]
     assert "Breakpoint 1 at late, hit 1" in result["transcript"]
-    assert result["events"].get("opcode", 0) <= 3, result["events"]
+    assert result["events"].get("instruction", 0) <= 3, result["events"]
 
 
 @pytest.mark.parametrize("fallback", [False, True], ids=["callback", "fallback"])
@@ -73,8 +76,11 @@ def test_breakpoints_stop_after_hundreds_of_untraced_calls(tmp_path: Path, fallb
     # `late` is compiled after 300 untraced calls of f; at its stop, a new
     # breakpoint on f must arm f's code, which has run untraced all along.
     run = run_dyndbg(MANY, ["b late", "c", "b f", "c", "c", "c", "c"], tmp_path)
+    # Without the callback, settrace needs a global trace function all along;
+    # sys.monitoring's events are per code object and need none.
+    global_trace = fallback and not MONITORING
     assert run.stdout == run_plain(MANY).stdout.replace(
-        "installed: 0", "installed: 300" if fallback else "installed: 0")
+        "installed: 0", "installed: 300" if global_trace else "installed: 0")
     stops = [line for line in run.transcript.splitlines()
              if line.startswith("Breakpoint") and ", hit " in line]
     assert stops[0] == "Breakpoint 1 at late, hit 1"
@@ -82,12 +88,20 @@ def test_breakpoints_stop_after_hundreds_of_untraced_calls(tmp_path: Path, fallb
 
 
 def test_conditional_breakpoint_in_the_loop_is_checked_every_call(tmp_path: Path) -> None:
-    # A line breakpoint reached by a line event: no opcode events needed.
     line = next(i for i, text in enumerate(MANY.read_text().splitlines(), 1)
                 if "graph_break()" in text)
     result = drive(MANY, [f"b many_calls.py:{line}, x.sum() < 0", "continue"], tmp_path)
     events = result["events"]
-    assert events.get("line", 0) >= 300          # checked on every call
-    assert events.get("opcode", 0) <= 5, events  # but not instruction by instruction
+    if MONITORING:
+        # INSTRUCTION events: every instruction of the armed code once (each
+        # answers DISABLE; a compile re-instruments the code and turns them on
+        # once more), then only the armed one, on every call. Without DISABLE:
+        # over 40,000 (about 150 instructions a call).
+        assert 300 <= events.get("instruction", 0) <= 2000, events
+        assert events.get("line", 0) == 0, events
+    else:
+        # A line breakpoint reached by a line event: no opcode events needed.
+        assert events.get("line", 0) >= 300          # checked on every call
+        assert events.get("instruction", 0) <= 5, events  # not instruction by instruction
     assert "Breakpoint 1" not in result["transcript"].split("(dyndbg) continue", 1)[1]
     assert "done:" in result["stdout"]

@@ -1,20 +1,22 @@
-"""Reading CPython frames: the value stack, per Python version.
+"""Reading CPython frames and instructions: everything that differs between
+Python versions lives in this package.
 
-Everything that depends on the interpreter's private frame layout lives in this
-package. Callers get `read_value_stack(frame)` and `NULL`; on an unknown Python
+Callers get `read_value_stack(frame)` and `NULL`; on an unknown Python
 version or a layout that fails validation they get `StackUnavailable` with a
-message for the user, and nothing unvalidated is ever read.
+message for the user, and nothing unvalidated is ever read. `opcodes` answers
+questions about instructions (is it a return, a call), `calls` reads a call's
+operands, `tracing` holds the tracing mechanisms' version quirks.
 """
 from __future__ import annotations
 
-from dyndbg.cpython.stackdepth import depth_before, suspended_depth
+from dyndbg.cpython.calls import CallSite, call_site
+from dyndbg.cpython.opcodes import (CALL_OPNAMES, MARKER_LOAD, SILENT_OPNAMES, is_return,
+                                    returned_value)
+from dyndbg.cpython.stackdepth import depth_before, instruction_start, suspended_depth
 from dyndbg.cpython.valuestack import (NULL, StackUnavailable, read_suspended_stack,
                                        read_value_stack, stack_support)
 
 __all__ = ["NULL", "StackUnavailable", "read_suspended_stack", "read_value_stack",
-           "depth_before", "suspended_depth", "stack_support"]
-
-from dyndbg.cpython.calls import CALL_OPNAMES, CallSite, call_site  # noqa: E402
-from dyndbg.cpython.events import SILENT_OPNAMES  # noqa: E402
-
-__all__ += ["CALL_OPNAMES", "CallSite", "call_site", "SILENT_OPNAMES"]
+           "depth_before", "instruction_start", "suspended_depth", "stack_support",
+           "CALL_OPNAMES", "MARKER_LOAD", "SILENT_OPNAMES", "is_return", "returned_value",
+           "CallSite", "call_site"]

@@ -1,4 +1,11 @@
-"""Where the callable and its arguments sit on the value stack at a call."""
+"""Where the callable and its arguments sit on the value stack at a call.
+
+3.11, 3.12: CALL n              [NULL, callable, args...] or [method, self, args...]
+            CALL_FUNCTION_EX    [NULL, callable, args, kwargs if arg & 1]
+3.13:       CALL n              [callable, NULL, args...] or [callable, self, args...]
+            CALL_KW n           the same, with the keyword names on top
+            CALL_FUNCTION_EX    [callable, NULL, args, kwargs if arg & 1]
+"""
 from __future__ import annotations
 
 import sys
@@ -6,7 +13,7 @@ from dataclasses import dataclass
 
 from dyndbg.cpython.valuestack import NULL
 
-CALL_OPNAMES = frozenset({"CALL", "CALL_FUNCTION_EX"})
+_CALLABLE_FIRST = sys.version_info >= (3, 13)
 
 
 @dataclass
@@ -18,21 +25,26 @@ class CallSite:
 def call_site(opname: str, arg: int | None, stack: list[object]) -> CallSite | None:
     """The call the instruction is about to make, read from the stack; None if
     the instruction is not a call or the stack does not fit."""
-    if opname == "CALL" and arg is not None and len(stack) >= arg + 2:
+    if arg is None:
+        return None
+    if opname == "CALL_KW":
+        if len(stack) < arg + 3:
+            return None
+        stack = stack[:-1]      # the keyword names: the last arguments are keywords
+        opname = "CALL"
+    if opname == "CALL" and len(stack) >= arg + 2:
         below, above = stack[-arg - 2], stack[-arg - 1]
         args = list(stack[len(stack) - arg:])
-        if sys.version_info[:2] == (3, 11):
-            # 3.11: [NULL, callable, args...] or [method, self, args...]
-            return CallSite(above, args) if below is NULL else CallSite(below, [above] + args)
-        # 3.12+: [callable, NULL, args...] or [callable, self, args...]
-        return CallSite(below, args) if above is NULL else CallSite(below, [above] + args)
-    if opname == "CALL_FUNCTION_EX" and arg is not None:
-        # [NULL, callable, args, kwargs if arg & 1]
-        position = -3 if arg & 1 else -2
-        if len(stack) < -position:
+        if _CALLABLE_FIRST:
+            return CallSite(below, args) if above is NULL else CallSite(below, [above] + args)
+        return CallSite(above, args) if below is NULL else CallSite(below, [above] + args)
+    if opname == "CALL_FUNCTION_EX":
+        position = -3 if arg & 1 else -2      # the callable and NULL pair ends here
+        if len(stack) < 1 - position:
             return None
         positional = stack[position + 1]
         if not isinstance(positional, (tuple, list)):
             return None
-        return CallSite(stack[position], list(positional))
+        function = stack[position - 1] if _CALLABLE_FIRST else stack[position]
+        return CallSite(function, list(positional))
     return None

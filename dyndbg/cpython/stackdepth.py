@@ -1,11 +1,14 @@
 """The value stack depth before each instruction, from the bytecode alone.
 
-CPython stores a frame's stack pointer only at trace events; a frame
-suspended in a call keeps its live stack below this static depth, which is
-how its stack is read outside an opcode event (see valuestack.read_suspended).
+CPython 3.11 stores a frame's stack pointer at every trace event; 3.12 and 3.13
+do not (stacktop is -1 at opcode and INSTRUCTION events), and no version
+stores it while a frame is suspended in a call that was not inlined. The depth
+before an instruction is fixed by the bytecode (the compiler guarantees one
+depth per instruction), so it is computed here once per code object.
 """
 from __future__ import annotations
 
+import bisect
 import dis
 import sys
 import types
@@ -52,31 +55,57 @@ def stack_depths(code: types.CodeType) -> dict[int, int]:
     return depths
 
 
-_depths: dict[int, tuple[types.CodeType, dict[int, int]]] = {}  # id(code) -> (code, depths)
+class _Table:
+    """One code object's depths, and its instruction offsets in order."""
+
+    def __init__(self, code: types.CodeType) -> None:
+        self.code = code      # held, so that id(code) stays this code's
+        self.depths = stack_depths(code)
+        self.starts = sorted(self.depths)
+
+
+_tables: dict[int, _Table] = {}  # id(code) -> its table
+
+
+def _table(code: types.CodeType) -> _Table:
+    table = _tables.get(id(code))
+    if table is None:
+        table = _tables[id(code)] = _Table(code)
+    return table
 
 
 def depth_before(code: types.CodeType, offset: int) -> int | None:
     """The stack depth before the instruction at `offset`, computed once per code
     object (held here, so its id stays valid; generated code lives on anyway)."""
-    cached = _depths.get(id(code))
-    if cached is None:
-        cached = _depths[id(code)] = (code, stack_depths(code))
-    return cached[1].get(offset)
+    return _table(code).depths.get(offset)
+
+
+def instruction_start(code: types.CodeType, offset: int) -> int | None:
+    """The offset of the instruction whose bytes hold `offset`: a frame's
+    f_lasti can point into an instruction's inline CACHE entries (a caller
+    suspended in an inlined call on 3.11 and 3.12)."""
+    starts = _table(code).starts
+    k = bisect.bisect_right(starts, offset) - 1
+    return starts[k] if k >= 0 else None
 
 
 def suspended_depth(code: types.CodeType, offset: int) -> int | None:
     """How much of the stack is still the frame's own while its instruction at
-    `offset` is in a call: everything for CALL (the callee borrows its
-    arguments, or takes them and the interpreter stores the stack pointer);
-    for CALL_FUNCTION_EX the NULL and the callable only (it replaces the
-    argument sequence); None for any other instruction (it may have popped or
-    replaced its operands already: reading them could touch freed memory)."""
-    depth = depth_before(code, offset)
+    `offset` is in a call: everything for CALL and CALL_KW (the callee borrows
+    its arguments, or takes them and the interpreter stores the stack pointer,
+    which is then read instead); for CALL_FUNCTION_EX the callable and the
+    NULL only (it may replace the argument sequence by a tuple and free it);
+    None for any other instruction (it may have popped or replaced its
+    operands already: reading them could touch freed memory)."""
+    start = instruction_start(code, offset)
+    if start is None:
+        return None
+    depth = depth_before(code, start)
     if depth is None:
         return None
-    opname = dis.opname[code.co_code[offset]]
-    if opname == "CALL":
+    opname = dis.opname[code.co_code[start]]
+    if opname in ("CALL", "CALL_KW"):
         return depth
     if opname == "CALL_FUNCTION_EX":
-        return depth - 1 - (code.co_code[offset + 1] & 1)
+        return depth - 1 - (code.co_code[start + 1] & 1)
     return None

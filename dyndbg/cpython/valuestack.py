@@ -1,7 +1,9 @@
-"""The exact value stack of a frame stopped at a `sys.settrace` opcode event.
+"""The exact value stack of a frame stopped at an instruction event (a
+`sys.settrace` opcode event or a `sys.monitoring` INSTRUCTION event).
 
-During an opcode event CPython (3.11, 3.12) has stored the stack pointer in the
-interpreter frame, so the live stack is `localsplus[nlocalsplus:stacktop]`.
+The live stack is `localsplus[nlocalsplus:top]`. On 3.11 the interpreter has
+stored `top` (stacktop) in the frame during the event; on 3.12 and 3.13 it has
+not, and `top` is the static depth before the instruction (stackdepth.py).
 A NULL slot is a real state (method calls push NULL); it is returned as `NULL`.
 """
 from __future__ import annotations
@@ -11,6 +13,7 @@ import sys
 import types
 
 from dyndbg.cpython.layouts import FrameLayout, layout_for_running_python
+from dyndbg.cpython.stackdepth import depth_before, suspended_depth
 
 
 class _Null:
@@ -49,7 +52,9 @@ def _read_pointer(address: int) -> int:
 
 
 def _read_stack_with(layout: FrameLayout, frame: types.FrameType,
-                     depth: int | None = None) -> list[object]:
+                     depth: int | None = None, stored: bool = True) -> list[object]:
+    """`depth`: the static depth, used where no stack pointer is stored;
+    `stored`: False where a stored one cannot be current (3.12+ at events)."""
     code = frame.f_code
     iframe = _read_pointer(id(frame) + layout.f_frame)
     if not iframe:
@@ -57,14 +62,13 @@ def _read_stack_with(layout: FrameLayout, frame: types.FrameType,
     if _read_pointer(iframe + layout.f_code) != id(code):
         raise StackUnavailable("frame layout does not match (code pointer differs)")
     base = nlocalsplus(code)
-    top = ctypes.c_int.from_address(iframe + layout.stacktop).value
+    top = ctypes.c_int.from_address(iframe + layout.stacktop).value if stored else -1
     if (top < base or top > base + code.co_stacksize) and depth is not None \
             and 0 <= depth <= code.co_stacksize:
         # Not stored (-1 while the frame runs): the static depth tells where
-        # the live stack of a frame suspended in a call ends.
+        # the live stack ends.
         top = base + depth
     if top < base or top > base + code.co_stacksize:
-        # stacktop is only stored during an opcode event.
         raise StackUnavailable("value stack not readable in this frame state")
     values: list[object] = []
     for slot in range(base, top):
@@ -77,34 +81,29 @@ _checked: tuple[FrameLayout | None, str | None] | None = None
 
 
 def _self_check(layout: FrameLayout) -> str | None:
-    """Read a known stack once; None if the layout is right, else why not."""
+    """Read a known stack once; None if the layout is right, else why not.
+
+    The probe is suspended in a call with two copies of a sentinel below it on
+    its stack: this needs no tracing, so it runs anywhere (inside a trace
+    callback too) and checks the frame pointer, the code pointer, where
+    localsplus starts and how many slots precede the stack."""
     sentinel = object()
-    seen: list[object] = []
+    seen: list[bool] = []
 
-    def probe(marker: object) -> object:
-        return [marker, marker]  # BUILD_LIST 2 runs with two copies of marker on the stack
+    def look() -> None:
+        caller = sys._getframe(1)
+        depth = suspended_depth(caller.f_code, caller.f_lasti)
+        try:
+            stack = _read_stack_with(layout, caller, depth)
+        except StackUnavailable:
+            stack = []
+        seen.append(len(stack) >= 2 and stack[0] is sentinel and stack[1] is sentinel)
 
-    def tracer(frame: types.FrameType, event: str, arg: object):  # type: ignore[no-untyped-def]
-        if frame.f_code is not probe.__code__:
-            return None
-        frame.f_trace_opcodes = True
-        frame.f_trace_lines = False
-        if event == "opcode" and not seen:
-            try:
-                stack = _read_stack_with(layout, frame)
-            except StackUnavailable:
-                return tracer
-            if len(stack) == 2 and stack[0] is sentinel and stack[1] is sentinel:
-                seen.append(True)
-        return tracer
+    def probe(marker: object) -> list[object]:
+        return [marker, marker, look()]  # `look` runs with both copies on the stack
 
-    old = sys.gettrace()
-    sys.settrace(tracer)
-    try:
-        probe(sentinel)
-    finally:
-        sys.settrace(old)
-    return None if seen else "frame layout check failed"
+    probe(sentinel)
+    return None if seen == [True] else "frame layout check failed"
 
 
 def stack_support() -> str | None:
@@ -114,7 +113,8 @@ def stack_support() -> str | None:
         layout = layout_for_running_python()
         version = "%d.%d" % sys.version_info[:2]
         if layout is None:
-            _checked = (None, f"value stack not available on Python {version}")
+            _checked = (None, f"value stack not available on Python {version} "
+                              "(dyndbg has no validated frame layout for it)")
         else:
             problem = _self_check(layout)
             _checked = (layout, None) if problem is None else (
@@ -122,25 +122,37 @@ def stack_support() -> str | None:
     return _checked[1]
 
 
+def _layout() -> FrameLayout:
+    reason = stack_support()
+    if reason is not None:
+        raise StackUnavailable(reason)
+    assert _checked is not None and _checked[0] is not None
+    return _checked[0]
+
+
 def read_value_stack(frame: types.FrameType) -> list[object]:
-    """Bottom-to-top value stack of `frame`, valid during an opcode event.
+    """Bottom-to-top value stack of `frame`, at an instruction event (opcode
+    or INSTRUCTION) before the instruction at `frame.f_lasti` runs.
 
     Raises StackUnavailable (with a user-facing message) instead of reading
     memory that failed validation.
     """
-    reason = stack_support()
-    if reason is not None:
-        raise StackUnavailable(reason)
-    assert _checked is not None and _checked[0] is not None
-    return _read_stack_with(_checked[0], frame)
+    layout = _layout()
+    if layout.stacktop_at_events:
+        return _read_stack_with(layout, frame)
+    depth = depth_before(frame.f_code, frame.f_lasti)
+    if depth is None:
+        raise StackUnavailable("no instruction starts at this frame's offset")
+    return _read_stack_with(layout, frame, depth, stored=False)
 
 
-def read_suspended_stack(frame: types.FrameType, depth: int) -> list[object]:
+def read_suspended_stack(frame: types.FrameType) -> list[object]:
     """Bottom-to-top value stack of `frame` while it is suspended in a call made
-    by its current instruction; `depth`: how much of the stack is still the
-    frame's own then (stackdepth.suspended_depth)."""
-    reason = stack_support()
-    if reason is not None:
-        raise StackUnavailable(reason)
-    assert _checked is not None and _checked[0] is not None
-    return _read_stack_with(_checked[0], frame, depth)
+    by its current instruction: only what is still the frame's own then
+    (stackdepth.suspended_depth). StackUnavailable where nothing can be read
+    safely (the instruction is not a call)."""
+    layout = _layout()
+    depth = suspended_depth(frame.f_code, frame.f_lasti)
+    if depth is None:
+        raise StackUnavailable("not readable while this instruction runs")
+    return _read_stack_with(layout, frame, depth)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import types
 from dataclasses import dataclass, field
+from typing import Callable
 
 from dyndbg.dynamo.markers import has_marker
 
@@ -62,6 +63,7 @@ class Registry:
         self.by_id = self._by_id   # read-only use on hot paths: id(code) -> entry
         self._transformed_from: set[int] = set()   # id() of originals (kept alive by entries)
         self.has_markers = False    # some code holds torch's <BREAKPOINT> marker
+        self.on_add: Callable[[GeneratedCode], None] | None = None  # told of each new entry
 
     def add_transformed(self, original: types.CodeType, new: types.CodeType,
                         compile_id: str | None) -> GeneratedCode:
@@ -69,11 +71,16 @@ class Registry:
             compile_id = compile_id.split("_")[0]  # "0/0_1" is attempt 1 of 0/0
         entry = GeneratedCode(new, "transformed", original, compile_id, len(self._by_id),
                               has_marker=has_marker(new))
-        self._by_id[id(new)] = entry
         self.has_markers = self.has_markers or entry.has_marker
         if original is not None:
             self._transformed_from.add(id(original))
+        self._add(entry)
         return entry
+
+    def _add(self, entry: GeneratedCode) -> None:
+        self._by_id[id(entry.code)] = entry
+        if self.on_add is not None:
+            self.on_add(entry)
 
     def has_transform(self, original: types.CodeType) -> bool:
         """Dynamo compiled this code (so the C callback sees it run)."""
@@ -100,8 +107,20 @@ class Registry:
             entry = self.add_transformed(original, code, _compile_id_of(original, code))
         elif is_resume_name(code.co_name):
             entry = GeneratedCode(code, "resume", None, None, len(self._by_id))
-            self._by_id[id(code)] = entry
+            self._add(entry)
         return entry
+
+    def recover_existing(self) -> None:
+        """Register all generated code torch still holds that was made before
+        dyndbg was attached (a mechanism that needs no C callback to see it run)."""
+        try:
+            from torch._dynamo.convert_frame import orig_code_map
+            codes = [ref() for ref in list(orig_code_map.refs.values())]
+        except Exception:  # noqa: BLE001 - an older torch: nothing to recover
+            return
+        for code in codes:
+            if code is not None:
+                self.recover(code)
 
     def count(self) -> int:
         """How many code objects are registered (serials below this exist)."""

@@ -23,7 +23,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Callable
 
-from dyndbg.cpython import CALL_OPNAMES, SILENT_OPNAMES, call_site
+from dyndbg.cpython import CALL_OPNAMES, MARKER_LOAD, SILENT_OPNAMES, call_site
 from dyndbg.dynamo.markers import breakpoint_marker
 from dyndbg.dynamo.names import GRAPH_NAME, RESUME_GLOBAL, graph_number
 from dyndbg.dynamo.registry import GeneratedCode, is_resume_name
@@ -103,7 +103,7 @@ class MarkerTarget(Target):
             return set()
         marker = breakpoint_marker()
         return {i.offset for i in info.instructions
-                if i.opname == "LOAD_CONST" and i.argval is marker}
+                if i.opname == MARKER_LOAD and i.argval is marker}
 
     def describe(self) -> str:
         return "torch's <BREAKPOINT> markers (bytecode_debugger.breakpoint())"
@@ -279,7 +279,7 @@ class ArmingPlan:
         self.all_opcodes = None in self.hot_lines
         # Past its last armed instruction, straight-line code can stop no more.
         self.last_armed = max(offsets, default=-1)
-        self.loops = any(i.opname.startswith("JUMP_BACKWARD") for i in info.instructions)
+        self.loops = info.has_backward_jump
 
     def done_after(self, offset: int) -> bool:
         return not self.loops and offset >= self.last_armed

@@ -1,6 +1,7 @@
 """Instruction tables for code objects: index <-> offset, and source lines."""
 from __future__ import annotations
 
+import bisect
 import dis
 import linecache
 import types
@@ -51,6 +52,19 @@ class CodeInfo:
     def at_offset(self, offset: int) -> Instr | None:
         index = self._index_by_offset.get(offset)
         return None if index is None else self.instructions[index]
+
+    def containing(self, offset: int) -> Instr | None:
+        """The instruction whose bytes hold `offset`: at an exception, or in a
+        traceback, the offset can point into an instruction's inline cache."""
+        offsets = [i.offset for i in self.instructions]
+        k = bisect.bisect_right(offsets, offset) - 1
+        return self.instructions[k] if k >= 0 and offset >= 0 else None
+
+    @property
+    def has_backward_jump(self) -> bool:
+        """Some instruction can jump back (a loop): any instruction may run again."""
+        return any(i.jump_target is not None and i.jump_target <= i.offset
+                   for i in self.instructions)
 
     def line_entries(self, line: int) -> list[int]:
         """Offsets where execution enters `line`: the first instruction of each

@@ -1,6 +1,7 @@
 """What the engine hands the front end when it stops."""
 from __future__ import annotations
 
+import enum
 import types
 from dataclasses import dataclass, field
 
@@ -9,13 +10,20 @@ from dyndbg.engine.breakpoints import Breakpoint
 from dyndbg.engine.codeinfo import CodeInfo, Instr
 
 
+class StopReason(enum.Enum):
+    STEP = "step"
+    BREAKPOINT = "breakpoint"
+    EXCEPTION = "exception"
+    POST_MORTEM = "post-mortem"
+
+
 @dataclass
 class Stop:
     frame: types.FrameType
     entry: GeneratedCode
     info: CodeInfo
     instr: Instr
-    reason: str                                   # "step", "breakpoint", "exception", "post-mortem"
+    reason: StopReason
     stack: list[object] | None                    # None when not readable
     stack_note: str = ""                          # why not readable, or how it was taken
     breakpoints: list[Breakpoint] = field(default_factory=list)

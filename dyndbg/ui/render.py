@@ -5,7 +5,7 @@ import os
 import types
 from typing import Callable
 
-from dyndbg.cpython import call_site
+from dyndbg.cpython import call_site, returned_value
 from dyndbg.engine.codeinfo import CodeInfo, Instr
 from dyndbg.engine.stop import Stop
 from dyndbg.ui.values import summarize, type_name
@@ -50,8 +50,9 @@ def effect(stop: Stop) -> str | None:
         name = getattr(function, "__qualname__", None) or getattr(function, "__name__", None) \
             or type(function).__name__
         return f"calls {name} with {n} argument{'s' if n != 1 else ''}"
-    if op == "RETURN_VALUE" and stack:
-        return f"returns {summarize(stack[-1], 60)}"
+    returns, value = returned_value(op, instr.argval, stack)
+    if returns:
+        return f"returns {summarize(value, 60)}"
     if op.startswith("STORE_") and stack and instr.argrepr:
         return f"stores {summarize(stack[-1], 60)} into {instr.argrepr}"
     return None

@@ -11,7 +11,7 @@ import types
 from typing import TYPE_CHECKING, Callable, TextIO
 
 from dyndbg.dynamo.names import readable
-from dyndbg.engine.stop import Stop
+from dyndbg.engine.stop import Stop, StopReason
 from dyndbg.ownframes import is_own_frame
 from dyndbg.timelimit import time_limit
 from dyndbg.ui import boundaries, render
@@ -98,7 +98,7 @@ class Session(Commands, DynamoCommands):
             self._greeted = True
             self.write("dyndbg: stopped in dynamo-generated code. 'help' lists commands, "
                        "'c' continues.")
-            if not self.engine.hooks.has_callback:
+            if self.engine.traces_globally:
                 self.write("dyndbg: no bytecode debugger callback in this torch (or "
                            "DYNDBG_NO_CALLBACK=1): tracing globally, slower")
         self.print_stop(stop)
@@ -131,7 +131,7 @@ class Session(Commands, DynamoCommands):
             exc = stop.exception
             self.write(f"!! {type(exc).__name__}: {safe_repr(exc) if not str(exc) else exc}")
             ending = "'c' or 'q' ends the post-mortem session" \
-                if stop.reason == "post-mortem" else "'c' lets it propagate"
+                if stop.reason is StopReason.POST_MORTEM else "'c' lets it propagate"
             self.write(f"!! raised at instr {stop.instr.index} @{stop.instr.offset} "
                        f"{stop.instr.opname} in {stop.entry.label()}; {ending}")
         if self.sticky:
@@ -177,7 +177,7 @@ class Session(Commands, DynamoCommands):
         count = len(self.visible_breakpoints())
         return (f" {stop.entry.label()} | instr {stop.instr.index}/{len(stop.info)} | "
                 f"stack {depth} | {count} breakpoint{'s' if count != 1 else ''} | "
-                f"{self.engine.mode.kind}{' | sticky' if self.sticky else ''} ")
+                f"{self.engine.mode.kind.value}{' | sticky' if self.sticky else ''} ")
 
     def command_names(self) -> list[str]:
         return ([n[3:] for n in dir(self) if n.startswith("do_")] + list(self.ALIASES)
@@ -321,7 +321,7 @@ class Session(Commands, DynamoCommands):
             self.run_python(line)
             return
         name = self.ALIASES.get(word, word)
-        if self.stop is not None and self.stop.reason == "post-mortem" and \
+        if self.stop is not None and self.stop.reason is StopReason.POST_MORTEM and \
                 name in RUNNING_COMMANDS:
             if name not in ("continue", "quit"):
                 raise CommandError("post mortem: the program has already failed; nothing "

@@ -6,11 +6,13 @@ import sys
 import torch
 import torch._dynamo.utils
 
+from tracestate import anything_traced, frame_traced, ordinary_code_traced
+
 compile_traces = []
 
 
 def backend(gm, example_inputs):
-    compile_traces.append(sys.gettrace())   # dynamo's compiler must run untraced
+    compile_traces.append(anything_traced())  # dynamo's compiler must run untraced
     return gm.forward
 
 
@@ -18,7 +20,7 @@ def backend(gm, example_inputs):
 def helper(x):
     # A plain frame called from generated code: it must not be traced.
     frame = sys._getframe()
-    print("helper frame traced:", frame.f_trace is not None)
+    print("helper frame traced:", frame_traced(frame))
     return x
 
 
@@ -35,11 +37,11 @@ def f(x):
     return z.sum()
 
 
-print("trace before:", sys.gettrace() is not None)
+print("trace before:", ordinary_code_traced())
 for i in range(2):
     print("result:", f(torch.arange(3.0)).item())
-    print("trace between calls:", sys.gettrace() is not None)
-print("traced during compile:", any(t is not None for t in compile_traces), len(compile_traces))
+    print("trace between calls:", ordinary_code_traced())
+print("traced during compile:", any(compile_traces), len(compile_traces))
 frames = {k: v for k, v in torch._dynamo.utils.counters["frames"].items()}
 print("dynamo frame counters:", sorted(frames.items()))
 print("unique graphs:", torch._dynamo.utils.counters["stats"]["unique_graphs"])

@@ -1,0 +1,41 @@
+"""The engine's state, as values: where the next stop may happen, and how
+much of a generated frame must be traced for it."""
+from __future__ import annotations
+
+import enum
+import types
+from dataclasses import dataclass
+
+
+class StepKind(enum.Enum):
+    STEP = "step"            # the next generated instruction, any frame
+    NEXT = "next"            # the next instruction of one frame
+    RETURN = "return"        # that frame's return instruction
+    UNTIL = "until"          # an instruction of that frame at or past an index
+    CONTINUE = "continue"    # breakpoints and catchpoints only
+
+
+@dataclass
+class Mode:
+    """Where the next stop may happen."""
+
+    kind: StepKind = StepKind.STEP
+    frame: types.FrameType | None = None   # for NEXT, RETURN, UNTIL
+    count: int = 1                         # step N / next N
+    until_index: int = -1
+    why: str = ""                          # said at the stop, e.g. "after dyndbg.breakpoint()"
+
+    @property
+    def stepping(self) -> bool:
+        """Every generated instruction may stop (the engine decides which)."""
+        return self.kind is not StepKind.CONTINUE
+
+
+class TraceLevel(enum.IntEnum):
+    """How much of a generated frame is traced, least first."""
+
+    NONE = 0     # not at all
+    CALLS = 1    # its start, return and exceptions, and the calls it makes
+                 # (to see a resume function start, or a call fail)
+    ARMED = 2    # also its armed instructions (breakpoints after continue)
+    EVERY = 3    # every instruction (stepping)

@@ -1,0 +1,97 @@
+"""The seam between the engine and a tracing mechanism.
+
+A mechanism (settrace.py, monitoring.py) delivers events of dynamo-generated
+frames to the engine (`EventSink`); the engine drives it through `Tracer`:
+what to trace is the engine's policy (`EventSink.trace_level`), how is the
+mechanism's. `make_tracer` picks one for this Python.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import types
+from typing import TYPE_CHECKING, Callable, Protocol
+
+from dyndbg.cpython.tracing import monitoring_available, monitoring_tool_holder
+from dyndbg.engine.modes import TraceLevel
+
+if TYPE_CHECKING:
+    from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
+    from dyndbg.engine.breakpoints import ArmingPlan
+
+# DYNDBG_TRACER=settrace forces the sys.settrace mechanism where sys.monitoring
+# exists (for comparison and tests); =monitoring asks for sys.monitoring.
+TRACER_VARIABLE = "DYNDBG_TRACER"
+
+
+class EventSink(Protocol):
+    """The engine, as a tracing mechanism sees it."""
+
+    registry: "Registry"
+    hooks: "DynamoHooks"
+    detached: bool
+
+    @property
+    def stepping(self) -> bool: ...
+    @property
+    def recording(self) -> bool: ...
+    @property
+    def policy_version(self) -> object: ...
+    def watches_resume_calls(self, entry: "GeneratedCode") -> bool: ...
+    def trace_level(self, entry: "GeneratedCode", frame: types.FrameType | None = None,
+                    recording: bool = True) -> TraceLevel: ...
+    def arming_plan(self, entry: "GeneratedCode") -> "ArmingPlan": ...
+    def generated_frames(self, frame: types.FrameType | None) -> list[types.FrameType]: ...
+    def on_frame_start(self, frame: types.FrameType) -> None: ...
+    def on_instruction(self, frame: types.FrameType) -> None: ...
+    def on_exception(self, frame: types.FrameType, exc: BaseException) -> None: ...
+    def on_return(self, frame: types.FrameType) -> None: ...
+    def on_idle(self) -> None: ...
+    def forget(self, frame: types.FrameType) -> None: ...
+    def on_call_failed(self, caller: types.FrameType) -> None: ...
+    def internal_error(self, where: str, error: BaseException) -> None: ...
+
+
+class Tracer(Protocol):
+    """A tracing mechanism, as the engine drives it."""
+
+    name: str                                     # "settrace" or "sys.monitoring"
+    events: collections.Counter[str]              # events received, by kind
+    # True where generated code can only be seen starting through torch's C
+    # callback (or, without it, a global trace function).
+    needs_code_callback: bool
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def code_added(self, entry: "GeneratedCode") -> None:
+        """The registry has a new generated code object (compiled, or first seen)."""
+    def code_starting(self, code: types.CodeType) -> None:
+        """torch's C callback: registered generated code is about to run."""
+    def retrace(self) -> None:
+        """The mode or the breakpoints changed: every generated frame gets the
+        tracing it needs now."""
+    def step_into(self, frames: list[types.FrameType]) -> None:
+        """Stop at the next instruction of these live generated frames (step mode is set)."""
+    def suspend(self) -> None:
+        """Dynamo starts compiling: nothing of dyndbg runs under it."""
+    def resume(self) -> None: ...
+
+
+def make_tracer(sink: EventSink, note: Callable[[str], None]) -> Tracer:
+    """sys.monitoring where this Python has it and its debugger slot is free,
+    else sys.settrace; `note` says why when the choice is not the default."""
+    from dyndbg.engine.settrace import SettraceTracer
+    wanted = os.environ.get(TRACER_VARIABLE, "")
+    if wanted not in ("", "settrace", "monitoring"):
+        note(f"dyndbg: {TRACER_VARIABLE}={wanted!r} is not 'settrace' or 'monitoring'; ignored")
+        wanted = ""
+    if wanted != "settrace" and monitoring_available():
+        holder = monitoring_tool_holder()
+        if holder is None:
+            from dyndbg.engine.monitoring import MonitoringTracer
+            return MonitoringTracer(sink)
+        note(f"dyndbg: sys.monitoring's debugger slot is held by {holder!r}; "
+             "tracing with sys.settrace instead (slower)")
+    elif wanted == "monitoring":
+        note("dyndbg: sys.monitoring needs Python 3.12 or newer; tracing with sys.settrace")
+    return SettraceTracer(sink)
