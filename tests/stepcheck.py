@@ -14,13 +14,28 @@ ORACLE = ("None if __exception__ else (lambda s, f, E: sum(1 for a, b in zip(s, 
           "E._get_frame_value_stack_with_depth(f, len(s))) if not (a is b or (repr(a) == "
           "'<NULL>' and b is E.NULL_STACK_VALUE))))(__stack__, __frame__, "
           "__import__('torch._C._dynamo.eval_frame', fromlist=['_']))")
-# What the current instruction will push, for the loads whose value we can name.
+# What the current instruction does that the next stop can check, for the
+# loads whose value we can name and for STORE_FAST (it pops the top into a
+# local): the checks hold whatever the static depth tables say. A LOAD_FAST of
+# a cell or free variable pushes the cell on 3.13: not named here.
 EXPECTED_PUSH = (
     "(lambda f, c, dis: None if f.f_lasti and c[f.f_lasti - 2] == dis.EXTENDED_ARG else "
-    "('LOAD_FAST', id(f.f_locals[f.f_code.co_varnames[c[f.f_lasti + 1]]])) "
-    "if dis.opname[c[f.f_lasti]] == 'LOAD_FAST' else "
-    "('LOAD_CONST', id(f.f_code.co_consts[c[f.f_lasti + 1]])) "
-    "if dis.opname[c[f.f_lasti]] == 'LOAD_CONST' else None)"
+    "(lambda op, arg, v: "
+    "('LOAD_FAST', id(f.f_locals[v[arg]])) if op == 'LOAD_FAST' and arg < len(v) "
+    "and v[arg] not in f.f_code.co_cellvars + f.f_code.co_freevars else "
+    "('LOAD_CONST', id(f.f_code.co_consts[arg])) if op == 'LOAD_CONST' else "
+    "('STORE_FAST', v[arg]) if op == 'STORE_FAST' and arg < len(v) "
+    "and v[arg] not in f.f_code.co_cellvars + f.f_code.co_freevars else None)"
+    "(dis.opname[c[f.f_lasti]], c[f.f_lasti + 1], f.f_code.co_varnames))"
+    "(__frame__, __frame__.f_code.co_code, __import__('dis'))")
+# The id of the local stored by the instruction just before this one in the
+# code (CACHE entries read as 0 in co_code), if that is a STORE_FAST.
+STORED_ID = (
+    "(lambda f, c, dis: (lambda p: id(f.f_locals[f.f_code.co_varnames[c[p + 1]]]) "
+    "if p >= 0 and dis.opname[c[p]] == 'STORE_FAST' and c[p + 1] < len(f.f_code.co_varnames) "
+    "and (p == 0 or c[p - 2] != dis.EXTENDED_ARG) "
+    "and f.f_code.co_varnames[c[p + 1]] in f.f_locals else None)"
+    "(max([q for q in range(0, f.f_lasti, 2) if c[q]], default=-1)))"
     "(__frame__, __frame__.f_code.co_code, __import__('dis'))")
 TOP_ID = "id(__stack__[-1]) if __stack__ else None"
 # dyndbg's static depth (for frames suspended in a call) against the live stack.
@@ -34,7 +49,8 @@ STEPS = 6000
 def _parse_stops(transcript: str) -> list[dict]:
     """One dict per stop: frame label, instruction index, displays, exception flag."""
     displays = {f"1: {ORACLE} = ": "oracle", f"2: {EXPECTED_PUSH} = ": "push",
-                f"3: {TOP_ID} = ": "top", f"4: {DEPTH} = ": "depth"}
+                f"3: {TOP_ID} = ": "top", f"4: {DEPTH} = ": "depth",
+                f"5: {STORED_ID} = ": "stored"}
     stops: list[dict] = []
     exception_banner = False
     for line in transcript.splitlines():
@@ -64,7 +80,7 @@ def step_every_instruction(script: Path, reference: Run, tmp_path: Path,
                            args: tuple[str, ...] = ()) -> Covered:
     """Single-step `script` to its end with `stack` and `locals` at each stop."""
     commands = [f"display {ORACLE}", f"display {EXPECTED_PUSH}", f"display {TOP_ID}",
-                f"display {DEPTH}"]
+                f"display {DEPTH}", f"display {STORED_ID}"]
     commands += ["stack", "locals", "s"] * STEPS
     run = run_dyndbg([script, *args], commands, tmp_path)
     assert run.stdout == reference.stdout
@@ -86,6 +102,9 @@ def step_every_instruction(script: Path, reference: Run, tmp_path: Path,
         push = ast.literal_eval(stop["push"]) if stop["push"] != "None" else None
         if push and nxt and nxt["label"] == stop["label"] and nxt["index"] == stop["index"] + 1 \
                 and not nxt["exception"]:
-            assert nxt["top"] == str(push[1]), f"{push[0]} at {stop} did not push its value"
+            if push[0] == "STORE_FAST":
+                assert nxt["stored"] == stop["top"], f"STORE_FAST at {stop} did not store its top"
+            else:
+                assert nxt["top"] == str(push[1]), f"{push[0]} at {stop} did not push its value"
             loads += 1
     return Covered(len(stops), loads, {s["label"] for s in stops})

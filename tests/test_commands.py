@@ -111,10 +111,12 @@ def test_assignment_to_command_name_is_python(bad_session: Run) -> None:
 # ---------------------------------------------------------------------------------------
 # Breakpoints by index and offset; condition, tbreak, ignore, disable/enable, clear,
 # listing. f [0/0] runs twice (call 0 and call 1); the first stop is in call 0.
+# Offsets differ between Python versions: the session breaks at instruction 8's
+# offset, read from a first session's listing (OFFSET8 below).
 
 BREAK_SESSION = [
     "b 20",             # 1
-    "b @54",            # 2 (instr 8)
+    "b @OFFSET8",       # 2 (instr 8)
     "tbreak 30",        # 3: one stop, then deleted
     "b 40, False",      # 4: never, until `condition 4 True`
     "b 50",             # 5: disabled, enabled later
@@ -145,8 +147,20 @@ BREAK_SESSION = [
 
 
 @pytest.fixture(scope="module")
-def break_session(tmp_path_factory) -> Run:
-    return run_dyndbg(GRAPH_BREAK, BREAK_SESSION, tmp_path=tmp_path_factory.mktemp("break"))
+def offset8(tmp_path_factory) -> int:
+    """The offset of f [0/0]'s instruction 8, from its `ll` listing."""
+    run = run_dyndbg(GRAPH_BREAK, ["ll", "q"], tmp_path=tmp_path_factory.mktemp("ll"))
+    for line in run.transcript.splitlines():
+        match = re.match(r"^..\s+8 @(\d+)\s", line)
+        if match:
+            return int(match.group(1))
+    raise AssertionError(f"no instruction 8 in the listing:\n{run.transcript}")
+
+
+@pytest.fixture(scope="module")
+def break_session(tmp_path_factory, offset8: int) -> Run:
+    commands = [c.replace("OFFSET8", str(offset8)) for c in BREAK_SESSION]
+    return run_dyndbg(GRAPH_BREAK, commands, tmp_path=tmp_path_factory.mktemp("break"))
 
 
 def _continue_stops(run: Run) -> list[dict | None]:
@@ -170,22 +184,22 @@ def _row(listing: list[str], number: int) -> str | None:
     return rows[0] if rows else None
 
 
-def test_breakpoint_set_messages(break_session: Run) -> None:
+def test_breakpoint_set_messages(break_session: Run, offset8: int) -> None:
     segs = segments(break_session.transcript)
     _, b20 = only_segment(segs, "b 20")
     assert b20.output and b20.output[0].startswith("Breakpoint 1 at ") and "instr 20" in b20.output[0]
-    _, b54 = only_segment(segs, "b @54")
-    assert b54.output and b54.output[0].startswith("Breakpoint 2 at ") and "@54" in b54.output[0]
-    assert "instr 8 " in b54.output[0] + " "
+    _, b8 = only_segment(segs, f"b @{offset8}")
+    assert b8.output and b8.output[0].startswith("Breakpoint 2 at ") and f"@{offset8}" in b8.output[0]
+    assert "instr 8 " in b8.output[0] + " "
     _, tb = only_segment(segs, "tbreak 30")
     assert tb.output and "breakpoint 3" in tb.output[0].lower() and "instr 30" in tb.output[0]
 
 
-def test_break_index_and_offset_stop(break_session: Run) -> None:
+def test_break_index_and_offset_stop(break_session: Run, offset8: int) -> None:
     stops = _continue_stops(break_session)
     assert len(stops) >= 2 and stops[0] and stops[1], stops
-    # bp 2 (@54, instr 8) comes first in the code, then bp 1 (instr 20).
-    assert (stops[0]["index"], stops[0]["offset"]) == (8, 54)
+    # bp 2 (instr 8, by its offset) comes first in the code, then bp 1 (instr 20).
+    assert (stops[0]["index"], stops[0]["offset"]) == (8, offset8)
     assert stops[0]["breakpoints"] == [(2, 1)]
     assert "[0/0]" in stops[0]["label"]
     assert stops[1]["index"] == 20 and stops[1]["breakpoints"] == [(1, 1)]

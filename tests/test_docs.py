@@ -33,6 +33,9 @@ import pytest
 from conftest import ROOT, TIMEOUT, _env, run_dyndbg
 
 PAGE = ROOT / "docs" / "reading-dynamo-bytecode.md"
+# The page walks through the bytecode dynamo writes on this Python (it says so):
+# 3.12 and 3.13 have other instructions (no PRECALL, the callable first on 3.13).
+PAGE_PYTHON = (3, 11)
 PAGE_ROOT = "/path/to/dyndbg"
 MARKER = re.compile(r"^<!--\s*(transcript|command|file)(?::\s*(\S+))?\s*-->\s*$")
 FENCE = re.compile(r"^(```+)")
@@ -147,6 +150,8 @@ def test_page_has_checked_blocks() -> None:
     assert sessions(), "no dyndbg session on the page"
 
 
+@pytest.mark.skipif(sys.version_info[:2] != PAGE_PYTHON,
+                    reason="the page's transcripts show Python 3.11's bytecode")
 @pytest.mark.parametrize("session", sessions(), ids=lambda s: s.name)
 def test_transcript_session_is_real(session: Session) -> None:
     lines = session.lines

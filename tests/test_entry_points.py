@@ -13,7 +13,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from conftest import ROOT, SAMPLES, TIMEOUT, _env, run_dyndbg
+from conftest import CALLABLE_SLOT, ROOT, SAMPLES, TIMEOUT, _env, run_dyndbg
 from transcript import no_traceback
 
 
@@ -218,7 +218,7 @@ def test_post_mortem_option_shows_what_went_into_the_failing_graph(tmp_path: Pat
     assert stops[1].startswith("> torch_dynamo_resume_in_f_at_11 [1/0]") and " CALL " in stops[1]
     # The stack as the failing call of graph 2 saw it: the graph and its inputs.
     assert "value stack, depth 4, bottom to top (as before the failing instruction):" in text
-    assert re.search(r"1  function +<function forward", text), text
+    assert re.search(rf"{CALLABLE_SLOT}  function +<function forward", text), text
     assert re.search(r"3 +Tensor i64\[2\] cpu \[1, 7\]", text), text
     assert "*** post mortem: the program has already failed" in text  # `s`
     assert text.rstrip().endswith("dyndbg: post-mortem session ends")

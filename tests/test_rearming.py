@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import SAMPLES, run_dyndbg
+from conftest import CALLABLE_SLOT, SAMPLES, run_dyndbg
 from transcript import no_traceback
 
 SAMPLE = SAMPLES / "walkthrough.py"
@@ -38,4 +38,5 @@ def test_caller_suspended_in_the_resume_call_shows_its_stack(tmp_path) -> None:
     no_traceback(run)
     text = run.transcript
     assert "value stack, depth 2, bottom to top (what the frame holds while suspended" in text
-    assert re.search(r"1  function +<function torch_dynamo_resume_in_step_at_29", text), text
+    assert re.search(rf"{CALLABLE_SLOT}  function +<function torch_dynamo_resume_in_step_at_29",
+                     text), text

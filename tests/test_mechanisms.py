@@ -1,0 +1,75 @@
+"""The two tracing mechanisms of Python 3.12+ (sys.monitoring, the default, and
+sys.settrace, forced with DYNDBG_TRACER=settrace) stop at the same places and
+show the same things; when another tool holds sys.monitoring's debugger slot,
+dyndbg says so in one line and traces with settrace."""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, SAMPLES, run_dyndbg, run_plain
+from transcript import no_traceback
+
+pytestmark = pytest.mark.skipif(not hasattr(sys, "monitoring"),
+                                reason="sys.monitoring exists from Python 3.12 (3.11: settrace)")
+
+SESSIONS = {
+    "nested_break": ["b resume", "c", "n", "n", "where", "up", "stack", "down", "r", "s",
+                     "stack", "until", "s", "s", "locals", "c", "c"] + ["s"] * 40 + ["c"],
+    "exception": ["catch exception", "c", "stack", "c", "b graph *", "c", "stack", "n", "c"],
+    "graph_break": ["b graph_break.py:10", "tbreak __compiled_fn_*", "c", "c", "guards", "cache",
+                    "s", "s", "n", "n", "stack", "c", "c"],
+}
+
+
+def _comparable(transcript: str) -> list[str]:
+    """The transcript without what differs between runs (addresses, uuids),
+    and without the "cache entry … runs" explanations: they need the frame's
+    arguments from its start, which sys.monitoring (events per code object)
+    records for more frames than settrace (which decides frame by frame)."""
+    text = re.sub(r"0x[0-9a-f]+", "0x…", transcript)
+    text = re.sub(r"(__compiled_fn_\d+)_\w+", r"\1", text)
+    text = re.sub(r"___check_obj_id\([^)]*\)", "___check_obj_id(…)", text)
+    return [line for line in text.splitlines() if not line.startswith("  cache entry [")]
+
+
+@pytest.mark.parametrize("name", sorted(SESSIONS))
+def test_settrace_and_monitoring_agree(name: str, tmp_path: Path) -> None:
+    script = SAMPLES / f"{name}.py"
+    monitoring = run_dyndbg(script, SESSIONS[name], tmp_path, env={"DYNDBG_TRACER": None})
+    settrace = run_dyndbg(script, SESSIONS[name], tmp_path, env={"DYNDBG_TRACER": "settrace"})
+    plain = run_plain(script)
+    for run in (monitoring, settrace):
+        no_traceback(run)
+        assert (run.stdout, run.returncode) == (plain.stdout, plain.returncode)
+    assert monitoring.transcript.count("\n> ") >= 2, monitoring.transcript
+    assert _comparable(monitoring.transcript) == _comparable(settrace.transcript)
+
+
+HOLDER = r'''
+import sys, torch, dyndbg
+sys.monitoring.use_tool_id(sys.monitoring.DEBUGGER_ID, "another debugger")
+
+@torch.compile(backend="eager")
+def f(x):
+    return x * 2 + 1
+
+with dyndbg.debug(commands=["stack", "s", "s", "c"]):
+    print("result", f(torch.ones(2)).tolist())
+'''
+
+
+def test_debugger_slot_taken_falls_back_to_settrace(tmp_path: Path) -> None:
+    script = tmp_path / "holder.py"
+    script.write_text(HOLDER)
+    run = run_plain(script, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    assert "result [3.0, 3.0]" in run.stdout
+    lines = run.stdout.splitlines()
+    said = [l for l in lines if "debugger slot" in l]
+    assert said == ["dyndbg: sys.monitoring's debugger slot is held by 'another debugger'; "
+                    "tracing with sys.settrace instead (slower)"], run.stdout
+    assert run.stdout.count("\n> f [0/0]  instr ") == 3, run.stdout   # stepping works
