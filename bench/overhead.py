@@ -7,9 +7,12 @@ a-c: plain and debugged phases of the same loop alternate inside one process
 d-f: separate processes, alternating, repeated; medians.
 g:   as a, with --post-mortem's recording of the stack before each call out
      of generated code (printed after c, measured like a-c).
-Prints ratios; checks nothing (the README lists the targets).
+Prints ratios; checks nothing (the README lists the targets). The header
+names the Python and the tracing mechanism dyndbg used (sys.monitoring on
+3.12+, sys.settrace on 3.11); --tracer settrace measures the settrace path
+where both exist.
 
-    python bench/overhead.py [--rounds R] [--calls N] [--steps K]
+    python bench/overhead.py [--rounds R] [--calls N] [--steps K] [--tracer settrace]
 """
 from __future__ import annotations
 
@@ -41,12 +44,14 @@ def run(argv: list[str], stdin: str = "", env: dict | None = None) -> dict:
 
 
 def alternate(rounds: int, calls: int, commands: list[str],
-              env: dict | None = None) -> tuple[float, float, float]:
-    """(plain us/call, debugged us/call, median paired ratio) from one process."""
+              env: dict | None = None) -> tuple[float, float, float, str]:
+    """(plain us/call, debugged us/call, median paired ratio, tracing mechanism)
+    from one process."""
     result = run([PY, WORKLOAD, "alternate", str(rounds), str(calls), *commands], env=env)
     plain, debugged = result["plain_us"], result["debugged_us"]
     ratios = [d / p for p, d in zip(plain, debugged)]
-    return statistics.median(plain), statistics.median(debugged), statistics.median(ratios)
+    return (statistics.median(plain), statistics.median(debugged), statistics.median(ratios),
+            result["tracer"])
 
 
 def main() -> None:
@@ -54,10 +59,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--steps", type=int, default=2500)
+    parser.add_argument("--tracer", choices=["default", "settrace"], default="default",
+                        help="settrace: force the sys.settrace mechanism (DYNDBG_TRACER)")
     args = parser.parse_args()
+    if args.tracer == "settrace":
+        ENV["DYNDBG_TRACER"] = "settrace"
     print(f"dyndbg overhead, {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
           f"loop: a compiled function with a graph break (eager), {args.calls} calls a phase")
-    print(f"{'configuration':<44} {'plain us':>9} {'dyndbg us':>10} {'ratio':>6}")
     configs = {
         "a. -c continue, no breakpoints": ["continue"],
         "b. breakpoint on a graph not called": ["b graph 1", "continue"],
@@ -65,12 +73,15 @@ def main() -> None:
                                                 "continue"],
     }
     c_per_call = 0.0
-    for name, commands in configs.items():
-        plain, debugged, ratio = alternate(args.rounds, args.calls, commands)
+    for k, (name, commands) in enumerate(configs.items()):
+        plain, debugged, ratio, tracer = alternate(args.rounds, args.calls, commands)
+        if k == 0:
+            print(f"tracing mechanism: {tracer}")
+            print(f"{'configuration':<44} {'plain us':>9} {'dyndbg us':>10} {'ratio':>6}")
         print(f"{name:<44} {plain:>9.1f} {debugged:>10.1f} {ratio:>6.2f}")
         c_per_call = debugged
-    plain, debugged, ratio = alternate(args.rounds, args.calls, ["continue"],
-                                       env={"BENCH_POST_MORTEM": "1"})
+    plain, debugged, ratio, _ = alternate(args.rounds, args.calls, ["continue"],
+                                          env={"BENCH_POST_MORTEM": "1"})
     print(f"{'g. --post-mortem -c continue (recording)':<44} {plain:>9.1f} {debugged:>10.1f} "
           f"{ratio:>6.2f}")
 

@@ -54,12 +54,13 @@ def alternating(rounds: int, n: int, commands: list[str]) -> dict:
     other(x)
     for _ in range(20):
         x = step(x, w)
-    plain, debugged = [], []
+    plain, debugged, tracer = [], [], ""
     for _ in range(rounds):
         for phase in (plain, debugged):
             engine = attach(io.StringIO(), commands, read_rc=False) if phase is debugged else None
             if engine is not None:  # as `python -m dyndbg --post-mortem` sets it
-                engine.record_for_post_mortem = os.environ.get("BENCH_POST_MORTEM") == "1"
+                engine.recording = os.environ.get("BENCH_POST_MORTEM") == "1"
+                tracer = engine.tracer.name
             x = step(x, w)           # the first stop runs the commands; not timed
             start = time.perf_counter()
             for _ in range(n):
@@ -67,7 +68,7 @@ def alternating(rounds: int, n: int, commands: list[str]) -> dict:
             phase.append((time.perf_counter() - start) / n * 1e6)
             if engine is not None:
                 engine.detach()
-    return {"plain_us": plain, "debugged_us": debugged}
+    return {"plain_us": plain, "debugged_us": debugged, "tracer": tracer}
 
 
 def compile_time() -> dict:
