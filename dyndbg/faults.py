@@ -1,5 +1,5 @@
 """Fault injection for the tests: DYNDBG_FAULT=<place> makes dyndbg raise an
-internal error at that place (opcode, render, callback, hook, start), to prove that
+internal error at that place (opcode, render, callback, hook), to prove that
 an error inside dyndbg detaches it and leaves the program running."""
 from __future__ import annotations
 

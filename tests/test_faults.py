@@ -18,7 +18,7 @@ from conftest import MONITORING, OWN_CODE, ROOT, SAMPLES, empty_home, plain, run
 PROGRAMS = ROOT / "tests" / "programs"
 
 
-@pytest.mark.parametrize("place", ["opcode", "render", "callback", "hook", "start"])
+@pytest.mark.parametrize("place", ["opcode", "render", "callback", "hook"])
 def test_internal_error_detaches_and_the_program_continues(place, tmp_path, plain_runs,
                                                            monkeypatch) -> None:
     monkeypatch.setenv("DYNDBG_FAULT", place)

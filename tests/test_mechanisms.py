@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, SAMPLES, run_dyndbg, run_plain
-from transcript import no_traceback
+from transcript import no_traceback, stops_in
 
 pytestmark = pytest.mark.skipif(not hasattr(sys, "monitoring"),
                                 reason="sys.monitoring exists from Python 3.12 (3.11: settrace)")
@@ -73,3 +73,24 @@ def test_debugger_slot_taken_falls_back_to_settrace(tmp_path: Path) -> None:
     assert said == ["dyndbg: sys.monitoring's debugger slot is held by 'another debugger'; "
                     "tracing with sys.settrace instead (slower)"], run.stdout
     assert run.stdout.count("\n> f [0/0]  instr ") == 3, run.stdout   # stepping works
+
+
+def test_next_from_a_breakpoint_on_a_return_stops_in_the_caller(tmp_path: Path) -> None:
+    # A new frame reaching a breakpoint on its return instruction after
+    # `continue` must be seen returning (with sys.monitoring: PY_RETURN on
+    # before the return runs): `n` there stops in the caller, inner [1/0].
+    script = SAMPLES / "nested_break.py"
+    first = run_dyndbg(script, ["b resume", "c", "q"], tmp_path)
+    resume = stops_in(first.transcript.splitlines())[-1]        # resume_in_inner, call 0
+    last = int(re.search(r"instr \d+/(\d+) ", resume["line"]).group(1)) - 1
+    commands = ["b resume", "c", "clear", f"b {last}", "c", "c", "n", "n", "c"]
+    runs = {tracer: run_dyndbg(script, commands, tmp_path, env={"DYNDBG_TRACER": value})
+            for tracer, value in (("monitoring", None), ("settrace", "settrace"))}
+    for run in runs.values():
+        no_traceback(run)
+    assert _comparable(runs["monitoring"].transcript) == _comparable(runs["settrace"].transcript)
+    stops = stops_in(runs["monitoring"].transcript.splitlines())
+    assert [s["label"].split(" [")[0] for s in stops][-4:] == [
+        "torch_dynamo_resume_in_inner_at_10", "torch_dynamo_resume_in_inner_at_10",
+        "inner", "outer"], stops
+    assert "RETURN" in stops[-3]["line"], stops[-3]    # call 1's frame, at its return

@@ -10,13 +10,14 @@ operands, `tracing` holds the tracing mechanisms' version quirks.
 from __future__ import annotations
 
 from dyndbg.cpython.calls import CallSite, call_site
-from dyndbg.cpython.opcodes import (CALL_OPNAMES, MARKER_LOAD, SILENT_OPNAMES, is_return,
-                                    returned_value)
+from dyndbg.cpython.opcodes import (CALL_OPNAMES, MARKER_LOAD, SILENT_OPNAMES, argument_names,
+                                    is_return, rebinds_arguments, returned_value)
 from dyndbg.cpython.stackdepth import depth_before, instruction_start, suspended_depth
 from dyndbg.cpython.valuestack import (NULL, StackUnavailable, read_suspended_stack,
                                        read_value_stack, stack_support)
 
 __all__ = ["NULL", "StackUnavailable", "read_suspended_stack", "read_value_stack",
            "depth_before", "instruction_start", "suspended_depth", "stack_support",
-           "CALL_OPNAMES", "MARKER_LOAD", "SILENT_OPNAMES", "is_return", "returned_value",
+           "CALL_OPNAMES", "MARKER_LOAD", "SILENT_OPNAMES", "argument_names", "is_return",
+           "rebinds_arguments", "returned_value",
            "CallSite", "call_site"]

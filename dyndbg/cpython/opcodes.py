@@ -4,6 +4,10 @@ engine/ and ui/ ask these questions instead of naming opcodes themselves.
 """
 from __future__ import annotations
 
+import dis
+import inspect
+import types
+
 # A frame's start is reported as its 'call' (settrace) or PY_START (monitoring)
 # event; RESUME itself gets no opcode or INSTRUCTION event (measured on
 # 3.11-3.13), so no stop can happen there.
@@ -33,3 +37,29 @@ def returned_value(opname: str, argval: object, stack: list[object]) -> tuple[bo
     if opname in RETURN_OPNAMES and stack:
         return True, stack[-1]
     return False, None
+
+
+# Instructions that bind or unbind a local or cell variable: 3.13 adds the
+# STORE_FAST_* superinstructions; 3.12's inlined comprehensions save and clear
+# a local with LOAD_FAST_AND_CLEAR (and store it back).
+_REBINDING = frozenset({"STORE_FAST", "DELETE_FAST", "STORE_DEREF", "DELETE_DEREF",
+                        "STORE_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST",
+                        "LOAD_FAST_AND_CLEAR"})
+
+
+def argument_names(code: types.CodeType) -> tuple[str, ...]:
+    count = code.co_argcount + code.co_kwonlyargcount + \
+        bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    return code.co_varnames[:count]
+
+
+def rebinds_arguments(code: types.CodeType) -> bool:
+    """Some instruction stores into or deletes an argument: otherwise the
+    arguments' bindings at any point of a frame are those it started with."""
+    arguments = set(argument_names(code))
+    for instr in dis.get_instructions(code):
+        if instr.opname in _REBINDING:
+            names = instr.argval if isinstance(instr.argval, tuple) else (instr.argval,)
+            if arguments.intersection(names):
+                return True
+    return False

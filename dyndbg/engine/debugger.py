@@ -14,8 +14,9 @@ from __future__ import annotations
 import types
 from typing import Callable, Protocol
 
-from dyndbg.cpython import (StackUnavailable, instruction_start, is_return,
-                            read_suspended_stack, read_value_stack, stack_support)
+from dyndbg.cpython import (StackUnavailable, argument_names, instruction_start, is_return,
+                            read_suspended_stack, read_value_stack, rebinds_arguments,
+                            stack_support)
 from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
 from dyndbg.dynamo.markers import torch_has_marker
 from dyndbg.dynamo.names import RESUME_GLOBAL
@@ -23,7 +24,7 @@ from dyndbg.engine.breakpoints import ArmingPlan, BreakpointTable, MarkerTarget
 from dyndbg.engine.codeinfo import CodeInfo, Instr, code_info
 from dyndbg.engine.control import ConditionInterrupted, DyndbgQuit
 from dyndbg.engine.interrupts import Interrupts
-from dyndbg.engine.modes import Mode, StepKind, TraceLevel
+from dyndbg.engine.modes import CodeNeeds, Mode, StepKind, TraceLevel
 from dyndbg.engine.postmortem import FailureLog, post_mortem_stop
 from dyndbg.engine.stop import Stop, StopReason
 from dyndbg.engine.tracer import Tracer, make_tracer
@@ -33,6 +34,15 @@ __all__ = ["ConditionInterrupted", "DyndbgQuit", "Engine", "Frontend"]
 
 # Exceptions that are control flow, not failures: no stop for these.
 _QUIET_EXCEPTIONS = (StopIteration, StopAsyncIteration, GeneratorExit)
+
+
+def _keeps_arguments(entry: GeneratedCode) -> bool:
+    """The code never rebinds its arguments (computed once per code): a
+    frame's arguments at a stop are those it started with."""
+    keeps = entry.extra.get("keeps_arguments")
+    if keeps is None:
+        keeps = entry.extra["keeps_arguments"] = not rebinds_arguments(entry.code)
+    return keeps
 
 
 def _resume_globals(entry: GeneratedCode) -> list[str]:
@@ -56,7 +66,8 @@ class Engine:
         self.breakpoints = BreakpointTable()
         if torch_has_marker():
             self.breakpoints.add_marker_breakpoint()
-        self.mode = Mode()
+        self._mode = Mode()
+        self.stepping = True          # mode.stepping, read on every event
         self.detached = False
         self.hooks = DynamoHooks(self.registry, self._on_code_start, self._suspend,
                                  self._resume, self.internal_error, force_fallback)
@@ -111,9 +122,18 @@ class Engine:
         raise DyndbgQuit()
 
     @property
+    def mode(self) -> Mode:
+        return self._mode
+
+    @mode.setter
+    def mode(self, mode: Mode) -> None:
+        self._mode = mode
+        self.stepping = mode.stepping
+
+    @property
     def recording(self) -> bool:
         """--post-mortem: keep the stack of every call out of generated code
-        that an exception leaves, and the arguments of every generated frame."""
+        that an exception leaves, for post_mortem()."""
         return self._recording
 
     @recording.setter
@@ -195,10 +215,6 @@ class Engine:
 
     # -- policy (asked by the tracing mechanism) --------------------------------
     @property
-    def stepping(self) -> bool:
-        return self.mode.stepping
-
-    @property
     def policy_version(self) -> object:
         """Changes whenever a per-code decision of trace_level may change in
         continue mode (mechanisms cache those per code object)."""
@@ -219,6 +235,17 @@ class Engine:
                 or (recording and self._recording):
             return TraceLevel.CALLS
         return TraceLevel.NONE
+
+    def code_needs(self, entry: GeneratedCode) -> CodeNeeds:
+        """trace_level, per code object and in parts. A frame's arguments at
+        its start serve the explanations at a stop: recorded at the start
+        only where a stop is possible and the code rebinds an argument (else
+        they are read at the stop)."""
+        level = self.trace_level(entry)
+        stops = level >= TraceLevel.ARMED or self.breakpoints.catches_exceptions()
+        return CodeNeeds(level if level >= TraceLevel.ARMED else TraceLevel.NONE,
+                         stops and not _keeps_arguments(entry),
+                         self.watches_resume_calls(entry), level >= TraceLevel.CALLS)
 
     def watches_resume_calls(self, entry: GeneratedCode) -> bool:
         """Calls from `entry` into resume functions must be seen: one dynamo
@@ -327,8 +354,6 @@ class Engine:
     def on_frame_start(self, frame: types.FrameType) -> None:
         """A traced generated frame starts: its arguments as the guards saw
         them, before the code changes them."""
-        if FAULTS_ON:
-            maybe_fault("start")
         key = id(frame)
         self._entry_locals[key] = dict(frame.f_locals)
         self._stopped_in.discard(key)
@@ -364,11 +389,12 @@ class Engine:
         breakpoint or the stepping mode says so."""
         if FAULTS_ON:
             maybe_fault("opcode")
-        entry = self.registry.get(frame.f_code)
+        code = frame.f_code
+        entry = self._generated.get(id(code)) or self.registry.get(code)
         if entry is None:
             return
-        info = self.info_for(entry)
-        stepping = self.mode.stepping
+        info = entry.extra.get("codeinfo") or self.info_for(entry)
+        stepping = self.stepping
         if not stepping and frame.f_lasti not in self.breakpoints.armed(entry, info):
             return  # the fast path: nothing can stop here
         instr = info.at_offset(frame.f_lasti)
@@ -455,7 +481,13 @@ class Engine:
         key = id(stop.frame)
         stop.first_in_frame = key not in self._stopped_in
         stop.entry_locals = self._entry_locals.get(key)
+        if stop.entry_locals is None and _keeps_arguments(stop.entry):
+            frame_locals = stop.frame.f_locals
+            stop.entry_locals = {name: frame_locals[name]
+                                 for name in argument_names(stop.frame.f_code) if name in frame_locals}
         self._stopped_in.add(key)
+        if stop.reason is not StopReason.POST_MORTEM:
+            self.tracer.keep(stop.frame)   # its state here lasts until it returns
         maybe_fault("render")
         self.at_prompt = True
         try:

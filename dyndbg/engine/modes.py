@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import types
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class StepKind(enum.Enum):
@@ -39,3 +40,13 @@ class TraceLevel(enum.IntEnum):
                  # (to see a resume function start, or a call fail)
     ARMED = 2    # also its armed instructions (breakpoints after continue)
     EVERY = 3    # every instruction (stepping)
+
+
+class CodeNeeds(NamedTuple):
+    """What one generated code object needs traced (for mechanisms that set
+    events per code object, as sys.monitoring does)."""
+
+    instructions: TraceLevel   # NONE, ARMED (its armed instructions) or EVERY
+    starts: bool               # its frames' arguments at the start and their returns
+    resume_calls: bool         # the calls it makes into resume functions
+    exceptions: bool           # exceptions raised in it (a stop, or --post-mortem's record)

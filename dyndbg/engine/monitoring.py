@@ -1,36 +1,51 @@
 """Tracing with sys.monitoring (PEP 669): the mechanism on Python 3.12+.
 
 Events are enabled per code object, for dynamo-generated code only, under the
-debugger's tool id: PY_START and PY_RETURN for every generated code object
-that can stop; INSTRUCTION while stepping, or after `continue` on code holding
-armed instructions, where every other instruction answers DISABLE the first
-time it runs (so an armed breakpoint costs nothing on the instructions around
-it until the policy changes and `restart_events` turns them on again); CALL
-where a resume function that dynamo declined to compile may be called (it runs
-without torch's C callback, so its code gets its events as it is called).
-RAISE and PY_UNWIND can only be global: on while anything is traced, off while
-dynamo compiles; they cost nothing until an exception is raised.
+debugger's tool id, as the engine's CodeNeeds say: INSTRUCTION while stepping,
+or after `continue` on code holding armed instructions, where every other
+instruction answers DISABLE the first time it runs (so an armed breakpoint
+costs nothing on the instructions around it until the policy changes and
+`restart_events` turns them on again); PY_START and PY_RETURN where a stop
+may want the frame's arguments from its start; CALL where a resume function
+that dynamo declined to compile may be called (it runs without torch's C
+callback, so its code gets its events as it is called). RAISE and PY_UNWIND
+can only be global: on while anything is traced, off while dynamo compiles;
+they cost nothing until an exception is raised.
 
-Frames that ran traced and have not returned ("live": a frame being stepped
-when the user continues) keep their code's start, return and exception
-events until they return, as settrace keeps tracing such a frame: an
-exception raised there after `continue` still stops.
+Frames that ran traced and have not returned (a frame being stepped when the
+user continues) keep their code's PY_RETURN and exception delivery until
+they return, as settrace keeps tracing such a frame: an exception raised
+there after `continue` still stops.
 """
 from __future__ import annotations
 
 import collections
+import dis
 import sys
 import types
+from typing import NamedTuple
 
+from dyndbg.cpython import is_return
 from dyndbg.dynamo import GeneratedCode, is_resume_name
 from dyndbg.engine.control import PASSES_THROUGH
-from dyndbg.engine.modes import TraceLevel
+from dyndbg.engine.modes import CodeNeeds, TraceLevel
 from dyndbg.engine.tracer import EventSink
 
 _M = sys.monitoring
 _E = _M.events
 DISABLE = _M.DISABLE
 _GLOBAL_EVENTS = _E.RAISE | _E.PY_UNWIND
+_NOTHING = CodeNeeds(TraceLevel.NONE, False, False, False)
+
+
+class _Traced(NamedTuple):
+    """What one code object has: its events, for which policy, and why."""
+
+    code: types.CodeType          # held, so that its id stays this code's
+    events: int
+    policy: object
+    needs: CodeNeeds
+    armed: frozenset[int]         # offsets where INSTRUCTION may stop after continue
 
 
 class MonitoringTracer:
@@ -40,13 +55,14 @@ class MonitoringTracer:
     def __init__(self, sink: EventSink) -> None:
         self.sink = sink
         self.hooks = sink.hooks
+        # Counted where it costs nothing on a hot path: instructions (the first
+        # time each runs, then armed ones), calls and exceptions.
         self.events: collections.Counter[str] = collections.Counter()
         self._tool = _M.DEBUGGER_ID
         self._generated = sink.registry.by_id
-        # id(code) -> (code, the local events set on it, the policy they were set for)
-        self._set: dict[int, tuple[types.CodeType, int, object]] = {}
+        self._traced: dict[int, _Traced] = {}          # id(code) -> its events
+        self._running: dict[int, list[types.FrameType]] = {}  # id(code) -> its traced live frames
         self._policy: object = None       # the policy the events are being set for now
-        self._live: dict[int, types.FrameType] = {}  # id -> traced frame not returned yet
         self._disabled = False            # a location answered DISABLE since the last restart
         self._global = 0                  # global events wanted (while not suspended)
         self._suspended = 0
@@ -68,15 +84,15 @@ class MonitoringTracer:
         self.retrace()
 
     def stop(self) -> None:
-        self._live.clear()
+        self._running.clear()
         if not self._started:
             return
         self._started = False
         _M.set_events(self._tool, 0)
-        for code, events, _ in self._set.values():
-            if events:
-                _M.set_local_events(self._tool, code, 0)
-        self._set.clear()
+        for traced in self._traced.values():
+            if traced.events:
+                _M.set_local_events(self._tool, traced.code, 0)
+        self._traced.clear()
         for event, _ in self._callbacks:
             _M.register_callback(self._tool, event, None)
         _M.free_tool_id(self._tool)
@@ -93,11 +109,12 @@ class MonitoringTracer:
         if self.hooks.interrupt_pending:
             # A Ctrl-C caught in torch's C callback, where raising would abort
             # the process: PY_START delivers it as the frame starts.
-            events = self._set.get(id(code), (code, 0, None))[1] | _E.PY_START
-            self._set_local(code, events, None)
+            traced = self._traced.get(id(code))
+            _M.set_local_events(self._tool, code, (traced.events if traced else 0) | _E.PY_START)
+            self._traced.pop(id(code), None)   # set again by the next _ensure
             return
-        known = self._set.get(id(code))
-        if known is None or known[2] != self._policy:
+        traced = self._traced.get(id(code))
+        if traced is None or traced.policy != self._policy:
             self._ensure(self._generated[id(code)])
 
     def retrace(self) -> None:
@@ -117,6 +134,16 @@ class MonitoringTracer:
             self._disabled = False
             _M.restart_events()
 
+    def keep(self, frame: types.FrameType) -> None:
+        """Live until it returns: its code gets PY_RETURN meanwhile."""
+        running = self._running.setdefault(id(frame.f_code), [])
+        if any(f is frame for f in running):
+            return
+        running.append(frame)
+        entry = self._generated.get(id(frame.f_code))
+        if entry is not None and self._started:
+            self._ensure(entry)
+
     def step_into(self, frames: list[types.FrameType]) -> None:
         # Events are per code object: the running frames' code is instrumented
         # at once, and they stop at their next instruction.
@@ -131,67 +158,77 @@ class MonitoringTracer:
         self._apply_global()
 
     # -- setting events ---------------------------------------------------------------
-    def _wanted(self, entry: GeneratedCode) -> int:
-        level = self.sink.trace_level(entry)
-        if level is TraceLevel.NONE:
-            if any(frame.f_code is entry.code for frame in self._live.values()):
-                return _E.PY_START | _E.PY_RETURN   # until its live frames return
-            return 0
-        events = _E.PY_START | _E.PY_RETURN
-        if level >= TraceLevel.ARMED:
+    def _events_for(self, needs: CodeNeeds, code: types.CodeType,
+                    armed: frozenset[int]) -> int:
+        events = 0
+        if needs.instructions is not TraceLevel.NONE:
             events |= _E.INSTRUCTION
-        if self.sink.watches_resume_calls(entry):
+        if needs.starts:
+            events |= _E.PY_START | _E.PY_RETURN
+        elif needs.instructions is TraceLevel.EVERY or self._running.get(id(code)) or \
+                any(is_return(dis.opname[code.co_code[offset]]) for offset in armed):
+            # Stepping (next, return and until stop after their frame returns),
+            # live frames, or a stop at a return: PY_RETURN must already be on
+            # when the return runs (turned on at that stop, it comes too late).
+            events |= _E.PY_RETURN
+        if needs.resume_calls:
             events |= _E.CALL
         return events
 
     def _ensure(self, entry: GeneratedCode) -> None:
-        events = self._wanted(entry)
-        known = self._set.get(id(entry.code))
-        if known is None or known[1] != events:
-            self._set_local(entry.code, events, self._policy)
-        else:
-            self._set[id(entry.code)] = (entry.code, events, self._policy)
-        if events and not self._global:
+        code = entry.code
+        needs = self.sink.code_needs(entry)
+        armed = frozenset(self.sink.arming_plan(entry).offsets) \
+            if needs.instructions is TraceLevel.ARMED else frozenset()
+        events = self._events_for(needs, code, armed)
+        known = self._traced.get(id(code))
+        if known is None or known.events != events:
+            _M.set_local_events(self._tool, code, events)
+        self._traced[id(code)] = _Traced(code, events, self._policy, needs, armed)
+        if (events or needs.exceptions) and not self._global:
             self._global = _GLOBAL_EVENTS
             self._apply_global()
-
-    def _set_local(self, code: types.CodeType, events: int, policy: object) -> None:
-        _M.set_local_events(self._tool, code, events)
-        self._set[id(code)] = (code, events, policy)
 
     def _apply_global(self) -> None:
         wanted = 0 if self._suspended else self._global
         if _M.get_events(self._tool) != wanted:
             _M.set_events(self._tool, wanted)
 
-    def _traced(self, code: types.CodeType) -> bool:
-        known = self._set.get(id(code))
-        return known is not None and known[1] != 0
-
-    def _returned(self, frame: types.FrameType) -> None:
-        """A traced frame left: its code may need fewer events now."""
-        if self._live.pop(id(frame), None) is not None and not self.sink.stepping:
-            entry = self._generated.get(id(frame.f_code))
-            if entry is not None:
-                self._ensure(entry)
-            if not any(events for _, events, _ in self._set.values()):
-                self._global = 0
-                self._apply_global()
+    def _returned(self, code: types.CodeType, offset: int) -> types.FrameType:
+        """The traced frame of `code` returning at `offset`: the innermost one
+        started (no frame lookup in the common case). Its code may need fewer
+        events once its last live frame is gone."""
+        running = self._running.get(id(code))
+        frame = running[-1] if running else None
+        if frame is None or frame.f_lasti != offset:
+            frame = sys._getframe(2)      # the returning frame, under this callback's caller
+        if running:
+            for k in range(len(running) - 1, -1, -1):
+                if running[k] is frame:
+                    del running[k]
+                    break
+            if not running:
+                del self._running[id(code)]
+                known = self._traced.get(id(code))
+                if known is not None:
+                    events = self._events_for(known.needs, code, known.armed)
+                    if events != known.events:
+                        _M.set_local_events(self._tool, code, events)
+                        self._traced[id(code)] = known._replace(events=events)
+        return frame
 
     # -- callbacks (each returns quickly where nothing can stop) ----------------------
     def _on_instruction(self, code: types.CodeType, offset: int) -> object:
         self.events["instruction"] += 1
         sink = self.sink
         if not sink.stepping:
-            entry = self._generated.get(id(code))
-            if entry is None or offset not in sink.arming_plan(entry).offsets:
+            known = self._traced.get(id(code))
+            if known is None or offset not in known.armed:
                 self._disabled = True
                 return DISABLE  # until the policy changes
         try:
             if not sink.detached:
-                frame = sys._getframe(1)
-                self._live[id(frame)] = frame
-                sink.on_instruction(frame)
+                sink.on_instruction(sys._getframe(1))
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
         return None
@@ -200,12 +237,11 @@ class MonitoringTracer:
         if self.hooks.interrupt_pending:
             self.hooks.interrupt_pending = False
             raise KeyboardInterrupt
-        if id(code) not in self._generated or self.sink.detached:
+        if self.sink.detached or id(code) not in self._generated:
             return
-        self.events["start"] += 1
         try:
             frame = sys._getframe(1)
-            self._live[id(frame)] = frame
+            self._running.setdefault(id(code), []).append(frame)
             self.sink.on_frame_start(frame)
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
@@ -213,12 +249,10 @@ class MonitoringTracer:
     def _on_return(self, code: types.CodeType, offset: int, value: object) -> None:
         if self.sink.detached:
             return
-        self.events["return"] += 1
         try:
-            frame = sys._getframe(1)
+            frame = self._returned(code, offset)
             self.sink.on_return(frame)
             self.sink.on_idle()   # a normal return: any exception we stopped at was handled
-            self._returned(frame)
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
 
@@ -239,9 +273,13 @@ class MonitoringTracer:
         self._disabled = True
         return DISABLE
 
+    def _delivers_exceptions(self, code: types.CodeType) -> bool:
+        known = self._traced.get(id(code))
+        return (known is not None and known.needs.exceptions) or id(code) in self._running
+
     def _on_raise(self, code: types.CodeType, offset: int, exc: BaseException) -> None:
-        if not self._traced(code) or self.sink.detached:
-            return   # global event: most raises are in code that is not ours
+        if self.sink.detached or not self._delivers_exceptions(code):
+            return   # a global event: most raises are in code that is not ours
         self.events["exception"] += 1
         try:
             self.sink.on_exception(sys._getframe(1), exc)
@@ -254,15 +292,14 @@ class MonitoringTracer:
         sink = self.sink
         if sink.detached:
             return
-        traced = self._traced(code)
-        if not traced and not sink.recording:
+        running = id(code) in self._running
+        if not running and not sink.recording:
             return
         try:
             frame = sys._getframe(1)
-            if traced:
-                self.events["return"] += 1
+            if running:
+                self._returned(code, frame.f_lasti)
                 sink.on_return(frame)
-                self._returned(frame)
             caller = frame.f_back
             if sink.recording and caller is not None and id(caller.f_code) in self._generated:
                 sink.on_call_failed(caller)

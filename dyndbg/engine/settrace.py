@@ -99,6 +99,9 @@ class SettraceTracer:
                 self._arm_frame(frame, entry,
                                 max(TraceLevel.CALLS, self.sink.trace_level(entry, frame)))
 
+    def keep(self, frame: types.FrameType) -> None:
+        pass  # a frame that stops is traced: its return event comes
+
     def step_into(self, frames: list[types.FrameType]) -> None:
         for frame in frames:
             if not any(frame is a for a in self.active):

@@ -13,7 +13,7 @@ import types
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from dyndbg.cpython.tracing import monitoring_available, monitoring_tool_holder
-from dyndbg.engine.modes import TraceLevel
+from dyndbg.engine.modes import CodeNeeds, TraceLevel
 
 if TYPE_CHECKING:
     from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
@@ -31,13 +31,12 @@ class EventSink(Protocol):
     hooks: "DynamoHooks"
     detached: bool
 
-    @property
-    def stepping(self) -> bool: ...
+    stepping: bool                  # every generated instruction may stop
     @property
     def recording(self) -> bool: ...
     @property
     def policy_version(self) -> object: ...
-    def watches_resume_calls(self, entry: "GeneratedCode") -> bool: ...
+    def code_needs(self, entry: "GeneratedCode") -> CodeNeeds: ...
     def trace_level(self, entry: "GeneratedCode", frame: types.FrameType | None = None,
                     recording: bool = True) -> TraceLevel: ...
     def arming_plan(self, entry: "GeneratedCode") -> "ArmingPlan": ...
@@ -70,6 +69,9 @@ class Tracer(Protocol):
     def retrace(self) -> None:
         """The mode or the breakpoints changed: every generated frame gets the
         tracing it needs now."""
+    def keep(self, frame: types.FrameType) -> None:
+        """The engine holds state for this frame (it stopped there): tell it
+        when the frame returns."""
     def step_into(self, frames: list[types.FrameType]) -> None:
         """Stop at the next instruction of these live generated frames (step mode is set)."""
     def suspend(self) -> None:
