@@ -1,13 +1,10 @@
-"""The engine: decides which generated frames are traced and where to stop.
+"""The engine: stops in generated frames and hands them to the front end.
 
-Only dynamo-generated frames are ever traced, and only where a stop is
-possible: while stepping, every generated instruction; after `continue`, the
-armed instructions of code holding enabled breakpoints (see ArmingPlan), and
-the starts, returns and exceptions of frames that need them. The policy is
-here (`trace_level`); a tracing mechanism (settrace.py, monitoring.py, chosen
-by tracer.make_tracer) delivers the events. torch's C callback tells the
-engine when generated code is about to run; while dynamo compiles, tracing is
-suspended.
+A tracing mechanism (settrace.py, monitoring.py, chosen by
+tracer.make_tracer) delivers the events that the policy (policy.py) asks for;
+the engine decides at each whether to stop, and reads the frame's stack.
+torch's C callback tells the engine when generated code is about to run;
+while dynamo compiles, tracing is suspended.
 """
 from __future__ import annotations
 
@@ -15,16 +12,15 @@ import types
 from typing import Callable, Protocol
 
 from dyndbg.cpython import (StackUnavailable, argument_names, instruction_start, is_return,
-                            read_suspended_stack, read_value_stack, rebinds_arguments,
-                            stack_support)
+                            read_suspended_stack, read_value_stack, stack_support)
 from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
 from dyndbg.dynamo.markers import torch_has_marker
-from dyndbg.dynamo.names import RESUME_GLOBAL
-from dyndbg.engine.breakpoints import ArmingPlan, BreakpointTable, MarkerTarget
+from dyndbg.engine.breakpoints import BreakpointTable
 from dyndbg.engine.codeinfo import CodeInfo, Instr, code_info
 from dyndbg.engine.control import ConditionInterrupted, DyndbgQuit
 from dyndbg.engine.interrupts import Interrupts
-from dyndbg.engine.modes import CodeNeeds, Mode, StepKind, TraceLevel
+from dyndbg.engine.modes import Mode, StepKind, TraceLevel
+from dyndbg.engine.policy import TracePolicy, keeps_arguments
 from dyndbg.engine.postmortem import FailureLog, post_mortem_stop
 from dyndbg.engine.stop import Stop, StopReason
 from dyndbg.engine.tracer import Tracer, make_tracer
@@ -34,24 +30,6 @@ __all__ = ["ConditionInterrupted", "DyndbgQuit", "Engine", "Frontend"]
 
 # Exceptions that are control flow, not failures: no stop for these.
 _QUIET_EXCEPTIONS = (StopIteration, StopAsyncIteration, GeneratorExit)
-
-
-def _keeps_arguments(entry: GeneratedCode) -> bool:
-    """The code never rebinds its arguments (computed once per code): a
-    frame's arguments at a stop are those it started with."""
-    keeps = entry.extra.get("keeps_arguments")
-    if keeps is None:
-        keeps = entry.extra["keeps_arguments"] = not rebinds_arguments(entry.code)
-    return keeps
-
-
-def _resume_globals(entry: GeneratedCode) -> list[str]:
-    """The `__resume_at_*` globals the code loads (computed once per code)."""
-    names = entry.extra.get("resume_globals")
-    if names is None:
-        names = entry.extra["resume_globals"] = [
-            n for n in entry.code.co_names if RESUME_GLOBAL.fullmatch(n)]
-    return names
 
 
 class Frontend(Protocol):
@@ -66,8 +44,8 @@ class Engine:
         self.breakpoints = BreakpointTable()
         if torch_has_marker():
             self.breakpoints.add_marker_breakpoint()
+        self.policy = TracePolicy(self.registry, self.breakpoints)
         self._mode = Mode()
-        self.stepping = True          # mode.stepping, read on every event
         self.detached = False
         self.hooks = DynamoHooks(self.registry, self._on_code_start, self._suspend,
                                  self._resume, self.internal_error, force_fallback)
@@ -77,11 +55,8 @@ class Engine:
         # id(frame) -> (f_lasti, the stack before that instruction): the last one read
         self._snapshots: dict[int, tuple[int, list[object]]] = {}
         self.failures = FailureLog()                   # for post_mortem()
-        self._recording = False                        # --post-mortem
         self._entry_locals: dict[int, dict] = {}       # id(frame) -> its arguments at the start
         self._stopped_in: set[int] = set()             # ids of live frames that have stopped
-        self._plans: dict[int, ArmingPlan] = {}        # id(code) -> its plan, for policy_version
-        self._plans_version: object = None
         self._compiled: dict[str, types.CodeType] = {}  # breakpoint conditions
         self.at_prompt = False
         self.in_condition = False
@@ -128,17 +103,17 @@ class Engine:
     @mode.setter
     def mode(self, mode: Mode) -> None:
         self._mode = mode
-        self.stepping = mode.stepping
+        self.policy.stepping = mode.stepping
 
     @property
     def recording(self) -> bool:
         """--post-mortem: keep the stack of every call out of generated code
         that an exception leaves, for post_mortem()."""
-        return self._recording
+        return self.policy.recording
 
     @recording.setter
     def recording(self, on: bool) -> None:
-        self._recording = on
+        self.policy.recording = on
         self.tracer.retrace()
 
     # -- resume modes (set by the front end) -----------------------------------
@@ -168,22 +143,13 @@ class Engine:
         holds torch's markers (unhooked, torch would start its own debugger)."""
         if self.registry.has_markers:
             return True
-        return self.tracer.needs_code_callback and (self.mode.stepping or not self._idle())
+        return self.tracer.needs_code_callback and (self.mode.stepping or not self.policy.idle())
 
     @property
     def traces_globally(self) -> bool:
         """No C callback where the mechanism needs one: a global trace function
         sees every call (slower)."""
         return self.tracer.needs_code_callback and not self.hooks.has_callback
-
-    def _idle(self) -> bool:
-        """Nothing can stop (or be recorded) after continue. Once some code
-        holds torch's markers, never: unhooked, torch would start its own
-        debugger there."""
-        if self.registry.has_markers or self._recording:
-            return False
-        return not any(bp.enabled and not isinstance(bp.target, MarkerTarget)
-                       for bp in self.breakpoints)
 
     # -- set_trace() and Ctrl-C ---------------------------------------------------
     def stop_soon(self, frame: types.FrameType | None, caller: str = "") -> None:
@@ -212,74 +178,6 @@ class Engine:
         self.mode = Mode(StepKind.STEP)
         self.hooks.set_callback_active(self._wants_callback())
         self.tracer.step_into(frames)
-
-    # -- policy (asked by the tracing mechanism) --------------------------------
-    @property
-    def policy_version(self) -> object:
-        """Changes whenever a per-code decision of trace_level may change in
-        continue mode (mechanisms cache those per code object)."""
-        return (self.breakpoints.version, self._recording)
-
-    def trace_level(self, entry: GeneratedCode, frame: types.FrameType | None = None,
-                    recording: bool = True) -> TraceLevel:
-        """How much of a generated frame must be traced for every possible stop
-        (and, with `recording`, for --post-mortem's record).
-
-        Without the frame (per code object) the answer errs towards tracing.
-        """
-        if self.mode.stepping:
-            return TraceLevel.EVERY
-        if self.breakpoints.armed(entry, self.info_for(entry)):
-            return TraceLevel.ARMED
-        if self.breakpoints.catches_exceptions() or self._calls_watched_resume(entry, frame) \
-                or (recording and self._recording):
-            return TraceLevel.CALLS
-        return TraceLevel.NONE
-
-    def code_needs(self, entry: GeneratedCode) -> CodeNeeds:
-        """trace_level, per code object and in parts. A frame's arguments at
-        its start serve the explanations at a stop: recorded at the start
-        only where a stop is possible and the code rebinds an argument (else
-        they are read at the stop)."""
-        level = self.trace_level(entry)
-        stops = level >= TraceLevel.ARMED or self.breakpoints.catches_exceptions()
-        return CodeNeeds(level if level >= TraceLevel.ARMED else TraceLevel.NONE,
-                         stops and not _keeps_arguments(entry),
-                         self.watches_resume_calls(entry), level >= TraceLevel.CALLS)
-
-    def watches_resume_calls(self, entry: GeneratedCode) -> bool:
-        """Calls from `entry` into resume functions must be seen: one dynamo
-        declined to compile runs without torch's C callback."""
-        if not (self.mode.stepping or self.breakpoints.watches_resume_calls()):
-            return False
-        return bool(_resume_globals(entry))
-
-    def _calls_watched_resume(self, entry: GeneratedCode, frame: types.FrameType | None) -> bool:
-        if not self.breakpoints.watches_resume_calls():
-            return False
-        names = _resume_globals(entry)
-        if frame is None:
-            return bool(names)
-        for name in names:
-            code = getattr(frame.f_globals.get(name), "__code__", None)
-            if code is None or self.registry.has_transform(code):
-                continue
-            resume = self.registry.get(code)
-            if resume is not None and self.breakpoints.armed(resume, self.info_for(resume)):
-                return True
-        return False
-
-    def arming_plan(self, entry: GeneratedCode) -> ArmingPlan:
-        """Which instructions of `entry` can stop after continue, and how to reach them."""
-        if self._plans_version != self.policy_version:
-            self._plans.clear()
-            self._plans_version = self.policy_version
-        plan = self._plans.get(id(entry.code))
-        if plan is None:
-            info = self.info_for(entry)
-            plan = self._plans[id(entry.code)] = ArmingPlan(
-                set(self.breakpoints.armed(entry, info)), info)
-        return plan
 
     # -- queries ----------------------------------------------------------------
     def entry_for(self, code: types.CodeType) -> GeneratedCode | None:
@@ -394,7 +292,7 @@ class Engine:
         if entry is None:
             return
         info = entry.extra.get("codeinfo") or self.info_for(entry)
-        stepping = self.stepping
+        stepping = self.policy.stepping
         if not stepping and frame.f_lasti not in self.breakpoints.armed(entry, info):
             return  # the fast path: nothing can stop here
         instr = info.at_offset(frame.f_lasti)
@@ -449,7 +347,7 @@ class Engine:
             return
         stack = self.snapshot_for(frame)
         self.failures.record(frame, stack)
-        if self._recording and self.trace_level(entry, frame, recording=False) \
+        if self.policy.recording and self.policy.trace_level(entry, frame, recording=False) \
                 is TraceLevel.NONE:
             return  # traced only to record this
         self._stopped_exception = exc
@@ -481,7 +379,7 @@ class Engine:
         key = id(stop.frame)
         stop.first_in_frame = key not in self._stopped_in
         stop.entry_locals = self._entry_locals.get(key)
-        if stop.entry_locals is None and _keeps_arguments(stop.entry):
+        if stop.entry_locals is None and keeps_arguments(stop.entry):
             frame_locals = stop.frame.f_locals
             stop.entry_locals = {name: frame_locals[name]
                                  for name in argument_names(stop.frame.f_code) if name in frame_locals}

@@ -1,7 +1,7 @@
 """Tracing with sys.monitoring (PEP 669): the mechanism on Python 3.12+.
 
 Events are enabled per code object, for dynamo-generated code only, under the
-debugger's tool id, as the engine's CodeNeeds say: INSTRUCTION while stepping,
+debugger's tool id, as the policy's CodeNeeds say: INSTRUCTION while stepping,
 or after `continue` on code holding armed instructions, where every other
 instruction answers DISABLE the first time it runs (so an armed breakpoint
 costs nothing on the instructions around it until the policy changes and
@@ -35,7 +35,6 @@ _M = sys.monitoring
 _E = _M.events
 DISABLE = _M.DISABLE
 _GLOBAL_EVENTS = _E.RAISE | _E.PY_UNWIND
-_NOTHING = CodeNeeds(TraceLevel.NONE, False, False, False)
 
 
 class _Traced(NamedTuple):
@@ -54,6 +53,7 @@ class MonitoringTracer:
 
     def __init__(self, sink: EventSink) -> None:
         self.sink = sink
+        self.policy = sink.policy
         self.hooks = sink.hooks
         # Counted where it costs nothing on a hot path: instructions (the first
         # time each runs, then armed ones), calls and exceptions.
@@ -122,7 +122,7 @@ class MonitoringTracer:
         wants now; locations that answered DISABLE are turned on again."""
         if not self._started:
             return
-        policy = (self.sink.stepping, self.sink.policy_version)
+        policy = (self.policy.stepping, self.policy.version)
         if policy == self._policy and not self._disabled:
             return
         self._policy = policy
@@ -177,8 +177,8 @@ class MonitoringTracer:
 
     def _ensure(self, entry: GeneratedCode) -> None:
         code = entry.code
-        needs = self.sink.code_needs(entry)
-        armed = frozenset(self.sink.arming_plan(entry).offsets) \
+        needs = self.policy.code_needs(entry)
+        armed = frozenset(self.policy.arming_plan(entry).offsets) \
             if needs.instructions is TraceLevel.ARMED else frozenset()
         events = self._events_for(needs, code, armed)
         known = self._traced.get(id(code))
@@ -221,7 +221,7 @@ class MonitoringTracer:
     def _on_instruction(self, code: types.CodeType, offset: int) -> object:
         self.events["instruction"] += 1
         sink = self.sink
-        if not sink.stepping:
+        if not self.policy.stepping:
             known = self._traced.get(id(code))
             if known is None or offset not in known.armed:
                 self._disabled = True
@@ -293,7 +293,7 @@ class MonitoringTracer:
         if sink.detached:
             return
         running = id(code) in self._running
-        if not running and not sink.recording:
+        if not running and not self.policy.recording:
             return
         try:
             frame = sys._getframe(1)
@@ -301,7 +301,7 @@ class MonitoringTracer:
                 self._returned(code, frame.f_lasti)
                 sink.on_return(frame)
             caller = frame.f_back
-            if sink.recording and caller is not None and id(caller.f_code) in self._generated:
+            if self.policy.recording and caller is not None and id(caller.f_code) in self._generated:
                 sink.on_call_failed(caller)
         except BaseException as error:  # noqa: BLE001
             self._fail(error)

@@ -32,6 +32,7 @@ class SettraceTracer:
 
     def __init__(self, sink: EventSink) -> None:
         self.sink = sink
+        self.policy = sink.policy
         self.hooks = sink.hooks
         self.events: collections.Counter[str] = collections.Counter()
         self.active: list[types.FrameType] = []        # live traced generated frames
@@ -40,7 +41,7 @@ class SettraceTracer:
         self._suspended = 0
         self._levels: dict[int, TraceLevel] = {}       # id(code) -> level after continue
         self._tracers: dict[int, tuple] = {}           # id(code) -> (ArmingPlan, line tracer)
-        self._cache_version: object = None             # the sink's policy_version of both
+        self._cache_version: object = None             # the policy's version of both
         self._line_handled: tuple[int, int] | None = None  # (id(frame), f_lasti) of a line event
         self._line_tracer_shielded = False
 
@@ -71,14 +72,14 @@ class SettraceTracer:
             return
         if self._tracing:
             return
-        if self.sink.stepping:
+        if self.policy.stepping:
             self._install()
             return
         self._sync_code_caches()
         level = self._levels.get(id(code))
         if level is None:
             entry = self._generated[id(code)]
-            level = self._levels[id(code)] = self.sink.trace_level(entry)
+            level = self._levels[id(code)] = self.policy.trace_level(entry)
         if level is not TraceLevel.NONE:
             self._install()
 
@@ -90,14 +91,14 @@ class SettraceTracer:
         for frame in self.sink.generated_frames(sys._getframe(1)):
             if not any(frame is a for a in self.active):
                 entry = self._generated.get(id(frame.f_code))
-                if entry is None or self.sink.trace_level(entry, frame) is TraceLevel.NONE:
+                if entry is None or self.policy.trace_level(entry, frame) is TraceLevel.NONE:
                     continue
                 self.active.append(frame)
         for frame in self.active:
             entry = self.sink.registry.get(frame.f_code)
             if entry is not None:
                 self._arm_frame(frame, entry,
-                                max(TraceLevel.CALLS, self.sink.trace_level(entry, frame)))
+                                max(TraceLevel.CALLS, self.policy.trace_level(entry, frame)))
 
     def keep(self, frame: types.FrameType) -> None:
         pass  # a frame that stops is traced: its return event comes
@@ -133,7 +134,7 @@ class SettraceTracer:
 
     def _sync_code_caches(self) -> None:
         """Per-code decisions depend on the policy: drop them when it changes."""
-        version = self.sink.policy_version
+        version = self.policy.version
         if self._cache_version != version:
             self._levels.clear()
             self._tracers.clear()
@@ -145,7 +146,7 @@ class SettraceTracer:
             self._sync_code_caches()
             cached = self._tracers.get(id(entry.code))
             if cached is None:  # one plan and tracer per code object, shared by its frames
-                plan = self.sink.arming_plan(entry)
+                plan = self.policy.arming_plan(entry)
                 cached = self._tracers[id(entry.code)] = (plan, self._line_tracer(plan))
             plan, frame.f_trace = cached
             frame.f_trace_lines = True
@@ -181,7 +182,7 @@ class SettraceTracer:
         # The hot path: most calls made while a generated frame runs are not generated.
         if id(code) not in self._generated and not code.co_name.startswith(RESUME_PREFIXES) \
                 and not self.hooks.interrupt_pending:
-            if self.sink.recording and frame.f_back is not None \
+            if self.policy.recording and frame.f_back is not None \
                     and id(frame.f_back.f_code) in self._generated:
                 # Called by generated code: if an exception leaves it, the
                 # caller's stack still holds the call (read only then).
@@ -198,7 +199,7 @@ class SettraceTracer:
             entry = self.sink.registry.get(code)  # registers a resume function on first sight
             if self.sink.detached or entry is None:
                 return None
-            level = self.sink.trace_level(entry, frame)
+            level = self.policy.trace_level(entry, frame)
             if level is TraceLevel.NONE:
                 self._maybe_remove()  # installed by the callback's cautious guess
                 return None
@@ -232,7 +233,7 @@ class SettraceTracer:
         returns at once. Returning None keeps the frame's trace function.
         """
         offsets, hot_lines, line_of = plan.offsets, plan.hot_lines, plan.line_of
-        dispatch, sink, events = self._dispatch, self.sink, self.events
+        dispatch, policy, events = self._dispatch, self.policy, self.events
 
         def tracer(frame: types.FrameType, event: str, arg: object) -> None:
             if event == "opcode":
@@ -249,7 +250,7 @@ class SettraceTracer:
                 # an armed instruction that a line event reaches: handled as its opcode
             dispatch(frame, event, arg)
             # Only under this plan: a stop may have re-armed the frame with a new one.
-            if event != "return" and not sink.stepping and \
+            if event != "return" and not policy.stepping and \
                     frame.f_trace is tracer and plan.done_after(frame.f_lasti):
                 self._release(frame)
             return None

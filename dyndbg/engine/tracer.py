@@ -2,7 +2,7 @@
 
 A mechanism (settrace.py, monitoring.py) delivers events of dynamo-generated
 frames to the engine (`EventSink`); the engine drives it through `Tracer`:
-what to trace is the engine's policy (`EventSink.trace_level`), how is the
+what to trace is the policy's (`EventSink.policy`, policy.py), how is the
 mechanism's. `make_tracer` picks one for this Python.
 """
 from __future__ import annotations
@@ -13,11 +13,10 @@ import types
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from dyndbg.cpython.tracing import monitoring_available, monitoring_tool_holder
-from dyndbg.engine.modes import CodeNeeds, TraceLevel
 
 if TYPE_CHECKING:
     from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
-    from dyndbg.engine.breakpoints import ArmingPlan
+    from dyndbg.engine.policy import TracePolicy
 
 # DYNDBG_TRACER=settrace forces the sys.settrace mechanism where sys.monitoring
 # exists (for comparison and tests); =monitoring asks for sys.monitoring.
@@ -29,17 +28,9 @@ class EventSink(Protocol):
 
     registry: "Registry"
     hooks: "DynamoHooks"
+    policy: "TracePolicy"
     detached: bool
 
-    stepping: bool                  # every generated instruction may stop
-    @property
-    def recording(self) -> bool: ...
-    @property
-    def policy_version(self) -> object: ...
-    def code_needs(self, entry: "GeneratedCode") -> CodeNeeds: ...
-    def trace_level(self, entry: "GeneratedCode", frame: types.FrameType | None = None,
-                    recording: bool = True) -> TraceLevel: ...
-    def arming_plan(self, entry: "GeneratedCode") -> "ArmingPlan": ...
     def generated_frames(self, frame: types.FrameType | None) -> list[types.FrameType]: ...
     def on_frame_start(self, frame: types.FrameType) -> None: ...
     def on_instruction(self, frame: types.FrameType) -> None: ...

@@ -1,0 +1,124 @@
+"""The tracing policy: which generated frames are traced, and how much.
+
+Only dynamo-generated frames are ever traced, and only where a stop is
+possible: while stepping, every generated instruction; after `continue`, the
+armed instructions of code holding enabled breakpoints (see ArmingPlan), and
+the starts, returns and exceptions of frames that need them. The tracing
+mechanisms (settrace.py, monitoring.py) ask these questions; the engine sets
+`stepping` and `recording`.
+"""
+from __future__ import annotations
+
+import types
+
+from dyndbg.cpython import rebinds_arguments
+from dyndbg.dynamo import GeneratedCode, Registry
+from dyndbg.dynamo.names import RESUME_GLOBAL
+from dyndbg.engine.breakpoints import ArmingPlan, BreakpointTable, MarkerTarget
+from dyndbg.engine.codeinfo import code_info
+from dyndbg.engine.modes import CodeNeeds, TraceLevel
+
+
+def keeps_arguments(entry: GeneratedCode) -> bool:
+    """The code never rebinds its arguments (computed once per code): a
+    frame's arguments at a stop are those it started with."""
+    keeps = entry.extra.get("keeps_arguments")
+    if keeps is None:
+        keeps = entry.extra["keeps_arguments"] = not rebinds_arguments(entry.code)
+    return keeps
+
+
+def _resume_globals(entry: GeneratedCode) -> list[str]:
+    """The `__resume_at_*` globals the code loads (computed once per code)."""
+    names = entry.extra.get("resume_globals")
+    if names is None:
+        names = entry.extra["resume_globals"] = [
+            n for n in entry.code.co_names if RESUME_GLOBAL.fullmatch(n)]
+    return names
+
+
+class TracePolicy:
+    def __init__(self, registry: Registry, breakpoints: BreakpointTable) -> None:
+        self.registry = registry
+        self.breakpoints = breakpoints
+        self.stepping = True      # every generated instruction may stop (read on every event)
+        self.recording = False    # --post-mortem: exceptions leaving calls are recorded
+        self._plans: dict[int, ArmingPlan] = {}   # id(code) -> its plan, for `version`
+        self._plans_version: object = None
+
+    @property
+    def version(self) -> object:
+        """Changes whenever a per-code decision of trace_level may change in
+        continue mode (mechanisms cache those per code object)."""
+        return (self.breakpoints.version, self.recording)
+
+    def idle(self) -> bool:
+        """Nothing can stop (or be recorded) after continue. Once some code
+        holds torch's markers, never: unhooked, torch would start its own
+        debugger there."""
+        if self.registry.has_markers or self.recording:
+            return False
+        return not any(bp.enabled and not isinstance(bp.target, MarkerTarget)
+                       for bp in self.breakpoints)
+
+    def trace_level(self, entry: GeneratedCode, frame: types.FrameType | None = None,
+                    recording: bool = True) -> TraceLevel:
+        """How much of a generated frame must be traced for every possible stop
+        (and, with `recording`, for --post-mortem's record).
+
+        Without the frame (per code object) the answer errs towards tracing.
+        """
+        if self.stepping:
+            return TraceLevel.EVERY
+        if self.breakpoints.armed(entry, code_info(entry.extra, entry.code)):
+            return TraceLevel.ARMED
+        if self.breakpoints.catches_exceptions() or self._calls_watched_resume(entry, frame) \
+                or (recording and self.recording):
+            return TraceLevel.CALLS
+        return TraceLevel.NONE
+
+    def code_needs(self, entry: GeneratedCode) -> CodeNeeds:
+        """trace_level, per code object and in parts. A frame's arguments at
+        its start serve the explanations at a stop: recorded at the start
+        only where a stop is possible and the code rebinds an argument (else
+        they are read at the stop)."""
+        level = self.trace_level(entry)
+        stops = level >= TraceLevel.ARMED or self.breakpoints.catches_exceptions()
+        return CodeNeeds(level if level >= TraceLevel.ARMED else TraceLevel.NONE,
+                         stops and not keeps_arguments(entry),
+                         self.watches_resume_calls(entry), level >= TraceLevel.CALLS)
+
+    def watches_resume_calls(self, entry: GeneratedCode) -> bool:
+        """Calls from `entry` into resume functions must be seen: one dynamo
+        declined to compile runs without torch's C callback."""
+        if not (self.stepping or self.breakpoints.watches_resume_calls()):
+            return False
+        return bool(_resume_globals(entry))
+
+    def _calls_watched_resume(self, entry: GeneratedCode, frame: types.FrameType | None) -> bool:
+        if not self.breakpoints.watches_resume_calls():
+            return False
+        names = _resume_globals(entry)
+        if frame is None:
+            return bool(names)
+        for name in names:
+            code = getattr(frame.f_globals.get(name), "__code__", None)
+            if code is None or self.registry.has_transform(code):
+                continue
+            resume = self.registry.get(code)
+            if resume is not None and \
+                    self.breakpoints.armed(resume, code_info(resume.extra, resume.code)):
+                return True
+        return False
+
+    def arming_plan(self, entry: GeneratedCode) -> ArmingPlan:
+        """Which instructions of `entry` can stop after continue, and how to reach them."""
+        if self._plans_version != self.version:
+            self._plans.clear()
+            self._plans_version = self.version
+        plan = self._plans.get(id(entry.code))
+        if plan is None:
+            info = code_info(entry.extra, entry.code)
+            plan = self._plans[id(entry.code)] = ArmingPlan(
+                set(self.breakpoints.armed(entry, info)), info)
+        return plan
