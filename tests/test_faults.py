@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -46,40 +47,79 @@ def _start(argv: list[str], transcript: Path) -> subprocess.Popen:
                             env=dict(os.environ, HOME=empty_home()), preexec_fn=_default_sigint)
 
 
+def _wait_for(path: Path, pattern: str, timeout: float = 120) -> str:
+    """The transcript once it matches the regular expression `pattern`."""
+    deadline = time.time() + timeout
+    while True:
+        content = path.read_text() if path.exists() else ""
+        if re.search(pattern, content):
+            return content
+        assert time.time() < deadline, f"never saw {pattern!r}:\n{content}"
+        time.sleep(0.1)
+
+
+AGAIN = "dyndbg: interrupted; stopping at the next generated instruction " \
+    "(Ctrl-C again to interrupt the program)"
+
+
 def test_ctrl_c_in_generated_code_stops_there(tmp_path: Path) -> None:
     transcript = tmp_path / "t.txt"
     proc = _start([str(PROGRAMS / "interrupt_loop.py"), "3", "0"], transcript)
     proc.stdin.write("c\n")
     proc.stdin.flush()
     assert proc.stdout.readline() == "compiled loop\n"
-    time.sleep(1.0)
+    time.sleep(1.0)          # into the loop (a Ctrl-C outside it would stop too)
     proc.send_signal(signal.SIGINT)
-    time.sleep(1.0)
+    _wait_for(transcript, re.escape(AGAIN))
     out, err = proc.communicate("stack\nc\n", timeout=120)
     text = transcript.read_text()
     assert proc.returncode == 0, err
-    assert "dyndbg: interrupted; stopping at the next generated instruction" in text
+    assert AGAIN in text
     after = text.split("interrupted", 1)[1]
     assert after.lstrip("; a-z\n").startswith("> ") or "\n> " in after  # a stop follows
     assert "value stack" in after
     assert out.startswith("plain part") and "done" in out and "Traceback" not in err
 
 
-def test_ctrl_c_outside_generated_code_is_a_keyboard_interrupt(tmp_path: Path) -> None:
-    argv = [str(PROGRAMS / "interrupt_loop.py"), "0.5", "30"]
+def test_ctrl_c_outside_generated_code_stops_at_the_next_generated_instruction(
+        tmp_path: Path) -> None:
+    # As in pdb: a Ctrl-C in the plain code between compiled calls stops the
+    # program at the next instruction of generated code that runs.
+    transcript = tmp_path / "t.txt"
+    proc = _start([str(PROGRAMS / "interrupt_between.py")], transcript)
+    proc.stdin.write("c\n")
+    proc.stdin.flush()
+    assert proc.stdout.readline() == "looping\n"
+    proc.send_signal(signal.SIGINT)
+    # The landing place is named, then the stop.
+    _wait_for(transcript, re.escape(AGAIN) + r"\nStopped at the first generated code "
+              r"since Ctrl-C at \S+interrupt_between.py:\d+\n> f \[0/0\]  instr 1/")
+    out, err = proc.communicate("globals()['running'] = False\nc\n", timeout=120)
+    assert (proc.returncode, out) == (0, "done\n"), err
+    assert "Traceback" not in err + transcript.read_text()
+
+
+def test_ctrl_c_twice_outside_generated_code_is_a_keyboard_interrupt(tmp_path: Path) -> None:
+    # The second Ctrl-C before the stop comes (the program runs no generated
+    # code any more) is the program's KeyboardInterrupt, as python's first.
+    argv = [str(PROGRAMS / "interrupt_loop.py"), "0.5", "60"]
     plain = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, cwd=ROOT,
                              preexec_fn=_default_sigint)
-    debugged = _start(argv, tmp_path / "t.txt")
+    transcript = tmp_path / "t.txt"
+    debugged = _start(argv, transcript)
     debugged.stdin.write("c\n")
     debugged.stdin.flush()
     for proc in (plain, debugged):
         while proc.stdout.readline() != "plain part\n":
             pass
-    time.sleep(0.5)
+    plain.send_signal(signal.SIGINT)
+    debugged.send_signal(signal.SIGINT)
+    _wait_for(transcript, re.escape(AGAIN))
+    assert debugged.poll() is None       # the first one only asked for a stop
+    debugged.send_signal(signal.SIGINT)
     results = []
     for proc in (plain, debugged):
-        proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
         results.append((proc.returncode, err.strip().splitlines()[-1]))
     assert results[0] == results[1] == (-signal.SIGINT, "KeyboardInterrupt")
@@ -88,11 +128,7 @@ def test_ctrl_c_outside_generated_code_is_a_keyboard_interrupt(tmp_path: Path) -
 def test_ctrl_c_at_the_prompt_keeps_the_session(tmp_path: Path) -> None:
     transcript = tmp_path / "t.txt"
     proc = _start([str(SAMPLES / "graph_break.py")], transcript)
-    deadline = time.time() + 120
-    # Scripted mode echoes the prompt with the line it reads: wait for the stop.
-    while "\n> " not in (transcript.read_text() if transcript.exists() else ""):
-        assert time.time() < deadline, "no stop"
-        time.sleep(0.2)
+    _wait_for(transcript, "\n> ")      # the first stop
     proc.send_signal(signal.SIGINT)
     time.sleep(0.5)
     out, err = proc.communicate("p 6*7\nc\n", timeout=120)

@@ -79,6 +79,7 @@ class Engine:
         self.detached = True
         self.hooks.uninstall()
         self.interrupts.restore()
+        self.interrupts.pending = False
         self._snapshots.clear()
         self.failures.clear()
         self._entry_locals.clear()
@@ -384,6 +385,7 @@ class Engine:
             stop.entry_locals = {name: frame_locals[name]
                                  for name in argument_names(stop.frame.f_code) if name in frame_locals}
         self._stopped_in.add(key)
+        self.interrupts.pending = False
         if stop.reason is not StopReason.POST_MORTEM:
             self.tracer.keep(stop.frame)   # its state here lasts until it returns
         maybe_fault("render")

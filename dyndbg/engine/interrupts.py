@@ -1,6 +1,7 @@
-"""Ctrl-C: while generated code runs it stops at the next generated
-instruction; anywhere else it is the program's KeyboardInterrupt, as without
-dyndbg."""
+"""Ctrl-C, as in pdb: the first one while the program runs stops at the next
+generated instruction to run (in the frame it landed in, if that is generated
+code); a second one before that stop is the program's KeyboardInterrupt, as
+without dyndbg."""
 from __future__ import annotations
 
 import signal
@@ -18,8 +19,7 @@ class InterruptTarget(Protocol):
     at_prompt: bool
     in_condition: bool
 
-    def generated_frames(self, frame: types.FrameType | None) -> list[types.FrameType]: ...
-    def step_into(self, frames: list[types.FrameType]) -> None: ...
+    def stop_soon(self, frame: types.FrameType | None, caller: str = "") -> None: ...
 
 
 class Interrupts:
@@ -27,6 +27,7 @@ class Interrupts:
         self._target = target
         self._message = message
         self._installed = False
+        self.pending = False    # a Ctrl-C asked for a stop that has not come yet
 
     def install(self) -> None:
         """Only in the main thread, and only over Python's default handler."""
@@ -42,10 +43,12 @@ class Interrupts:
 
     def on_sigint(self, signum: int, frame: types.FrameType | None) -> None:
         target = self._target
-        generated = target.generated_frames(frame)
-        running_ours = frame is not None and is_own_frame(frame)
-        if target.detached or target.at_prompt or target.in_condition \
-                or not (generated or running_ours):
+        if target.detached or target.at_prompt or target.in_condition or self.pending:
+            self.pending = False
             signal.default_int_handler(signum, frame)  # KeyboardInterrupt, as without dyndbg
-        self._message("dyndbg: interrupted; stopping at the next generated instruction")
-        target.step_into(generated)
+        self.pending = True
+        self._message("dyndbg: interrupted; stopping at the next generated instruction "
+                      "(Ctrl-C again to interrupt the program)")
+        while frame is not None and is_own_frame(frame):
+            frame = frame.f_back    # where the program was, for the stop's first line
+        target.stop_soon(frame, "Ctrl-C")
