@@ -20,7 +20,7 @@ from dyndbg import __version__
 from dyndbg.ownframes import is_own_frame
 
 USAGE = ("python -m dyndbg [-c COMMAND]... [--out FILE] [--no-color] [--post-mortem] "
-         "[--no-rc] [--rank R] "
+         "[--trace] [--no-rc] [--rank R] "
          "(SCRIPT | -m MODULE) [ARGS...]")
 DESCRIPTION = """\
 Run a Python script and stop in the bytecode that TorchDynamo (torch.compile)
@@ -56,6 +56,11 @@ def _parser() -> argparse.ArgumentParser:
                              "code, stop at the failing instruction, as pdb's post mortem "
                              "(generated code runs traced, to keep the stack the failing "
                              "call saw)")
+    parser.add_argument("--trace", action="store_true",
+                        help="print every generated instruction before it runs, and every "
+                             "generated frame's start and return, as `trace on` (with "
+                             "-c c: the last line printed names the instruction that "
+                             "crashed the process)")
     parser.add_argument("--no-rc", action="store_true",
                         help="do not run the commands of ~/.dyndbgrc and ./.dyndbgrc")
     parser.add_argument("--rank", type=int, metavar="R",
@@ -203,6 +208,8 @@ def _attach(args: argparse.Namespace, prefix_rank: int | None) -> int | None:
     engine = attach(out, args.command, args.no_color, read_rc=not args.no_rc,
                     read_input=reads_input)
     engine.recording = args.post_mortem
+    if args.trace:
+        engine.instruction_trace = True
     return None
 
 

@@ -22,7 +22,7 @@ from dyndbg.engine.interrupts import Interrupts
 from dyndbg.engine.modes import Mode, StepKind, TraceLevel
 from dyndbg.engine.policy import TracePolicy, keeps_arguments
 from dyndbg.engine.postmortem import FailureLog, post_mortem_stop
-from dyndbg.engine.stop import Stop, StopReason
+from dyndbg.engine.stop import Stop, StopReason, TraceEvent, TraceKind
 from dyndbg.engine.tracer import Tracer, make_tracer
 from dyndbg.faults import FAULTS_ON, maybe_fault
 
@@ -34,6 +34,7 @@ _QUIET_EXCEPTIONS = (StopIteration, StopAsyncIteration, GeneratorExit)
 
 class Frontend(Protocol):
     def interact(self, stop: Stop) -> None: ...
+    def trace(self, event: TraceEvent) -> None: ...
     def message(self, text: str) -> None: ...
 
 
@@ -104,7 +105,20 @@ class Engine:
     @mode.setter
     def mode(self, mode: Mode) -> None:
         self._mode = mode
-        self.policy.stepping = mode.stepping
+        self.policy.stepping = mode.stepping or self.policy.tracing
+
+    @property
+    def instruction_trace(self) -> bool:
+        """`trace on`: every generated instruction that runs, and every
+        generated frame's start and return, go to the front end's trace()."""
+        return self.policy.tracing
+
+    @instruction_trace.setter
+    def instruction_trace(self, on: bool) -> None:
+        self.policy.tracing = on
+        self.mode = self._mode       # every instruction is delivered while on
+        self.tracer.retrace()
+        self.hooks.set_callback_active(self._wants_callback())
 
     @property
     def recording(self) -> bool:
@@ -144,7 +158,7 @@ class Engine:
         holds torch's markers (unhooked, torch would start its own debugger)."""
         if self.registry.has_markers:
             return True
-        return self.tracer.needs_code_callback and (self.mode.stepping or not self.policy.idle())
+        return self.tracer.needs_code_callback and (self.policy.stepping or not self.policy.idle())
 
     @property
     def traces_globally(self) -> bool:
@@ -257,6 +271,8 @@ class Engine:
         self._entry_locals[key] = dict(frame.f_locals)
         self._stopped_in.discard(key)
         self._snapshots.pop(key, None)
+        if self.policy.tracing:
+            self._trace(TraceKind.ENTER, frame)
 
     def forget(self, frame: types.FrameType) -> None:
         """The frame can stop no more (it returned, or was released)."""
@@ -265,8 +281,11 @@ class Engine:
         self._entry_locals.pop(key, None)
         self._stopped_in.discard(key)
 
-    def on_return(self, frame: types.FrameType) -> None:
+    def on_return(self, frame: types.FrameType, value: object = None) -> None:
+        """The frame returns `value`, or is left by an exception."""
         self.forget(frame)
+        if self.policy.tracing:
+            self._trace(TraceKind.RETURN, frame, value=value)
         if self.mode.frame is frame:
             # The frame we were stepping over left: stop at the next generated
             # instruction, in the caller if it is generated code.
@@ -299,6 +318,8 @@ class Engine:
         instr = info.at_offset(frame.f_lasti)
         if instr is None:
             return
+        if self.policy.tracing:
+            self.frontend.trace(TraceEvent(TraceKind.INSTRUCTION, frame, entry, info, instr))
         read: list[tuple[list[object] | None, str]] = []
 
         def stack() -> list[object] | None:
@@ -307,7 +328,7 @@ class Engine:
                 read.append(self._read_stack(frame))
             return read[0][0]
 
-        if stepping and stack() is not None:
+        if self._mode.stepping and stack() is not None:
             self._snapshots[id(frame)] = (frame.f_lasti, stack())  # for an exception stop
         hit = self.breakpoints.hit(
             entry, info, frame, instr, stack,
@@ -321,6 +342,18 @@ class Engine:
         values = stack()
         self._stop(Stop(frame, entry, info, instr, reason, values, read[0][1], hit,
                         why=self.mode.why if reason is StopReason.STEP else ""))
+
+    def _trace(self, kind: TraceKind, frame: types.FrameType, value: object = None) -> None:
+        entry = self.registry.get(frame.f_code)
+        if entry is None:
+            return
+        info = self.info_for(entry)
+        if kind is TraceKind.RETURN:
+            # Left at an instruction that is no return: by an exception.
+            instr = info.containing(frame.f_lasti)
+            if instr is None or not is_return(instr.opname):
+                kind = TraceKind.UNWIND
+        self.frontend.trace(TraceEvent(kind, frame, entry, info, None, value))
 
     def _wants_step_stop(self, frame: types.FrameType, instr: Instr) -> bool:
         mode = self.mode

@@ -251,7 +251,7 @@ class MonitoringTracer:
             return
         try:
             frame = self._returned(code, offset)
-            self.sink.on_return(frame)
+            self.sink.on_return(frame, value)
             self.sink.on_idle()   # a normal return: any exception we stopped at was handled
         except BaseException as error:  # noqa: BLE001
             self._fail(error)

@@ -41,8 +41,11 @@ class TracePolicy:
     def __init__(self, registry: Registry, breakpoints: BreakpointTable) -> None:
         self.registry = registry
         self.breakpoints = breakpoints
-        self.stepping = True      # every generated instruction may stop (read on every event)
+        # Every generated instruction is delivered: it may stop, or `trace on`
+        # shows it (read on every event).
+        self.stepping = True
         self.recording = False    # --post-mortem: exceptions leaving calls are recorded
+        self.tracing = False      # `trace on`: every instruction, start and return is shown
         self._plans: dict[int, ArmingPlan] = {}   # id(code) -> its plan, for `version`
         self._plans_version: object = None
 
@@ -50,7 +53,7 @@ class TracePolicy:
     def version(self) -> object:
         """Changes whenever a per-code decision of trace_level may change in
         continue mode (mechanisms cache those per code object)."""
-        return (self.breakpoints.version, self.recording)
+        return (self.breakpoints.version, self.recording, self.tracing)
 
     def idle(self) -> bool:
         """Nothing can stop (or be recorded) after continue. Once some code
@@ -81,11 +84,11 @@ class TracePolicy:
         """trace_level, per code object and in parts. A frame's arguments at
         its start serve the explanations at a stop: recorded at the start
         only where a stop is possible and the code rebinds an argument (else
-        they are read at the stop)."""
+        they are read at the stop). `trace on` shows every start and return."""
         level = self.trace_level(entry)
         stops = level >= TraceLevel.ARMED or self.breakpoints.catches_exceptions()
         return CodeNeeds(level if level >= TraceLevel.ARMED else TraceLevel.NONE,
-                         stops and not keeps_arguments(entry),
+                         (stops and not keeps_arguments(entry)) or self.tracing,
                          self.watches_resume_calls(entry), level >= TraceLevel.CALLS)
 
     def watches_resume_calls(self, entry: GeneratedCode) -> bool:

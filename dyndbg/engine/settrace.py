@@ -279,7 +279,7 @@ class SettraceTracer:
             elif event == "return":
                 self.events["return"] += 1
                 self._drop(frame)
-                self.sink.on_return(frame)
+                self.sink.on_return(frame, arg)
                 if not self.active:
                     self.sink.on_idle()
                     self._maybe_remove()

@@ -1,9 +1,11 @@
-"""What the engine hands the front end when it stops."""
+"""What the engine hands the front end: a stop, or a line of the
+instruction trace."""
 from __future__ import annotations
 
 import enum
 import types
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from dyndbg.dynamo.registry import GeneratedCode
 from dyndbg.engine.breakpoints import Breakpoint
@@ -33,3 +35,21 @@ class Stop:
     why: str = ""                                 # "after dyndbg.breakpoint()" and the like
     # post mortem: the traceback's frames, each with the instruction it was at
     frames: list[tuple[types.FrameType, int]] | None = None
+
+
+class TraceKind(enum.Enum):
+    ENTER = "enter"              # a generated frame starts
+    INSTRUCTION = "instruction"  # before it runs
+    RETURN = "return"            # the frame returns `value`
+    UNWIND = "unwind"            # the frame is left by an exception
+
+
+class TraceEvent(NamedTuple):
+    """One line of `trace on`'s output."""
+
+    kind: TraceKind
+    frame: types.FrameType
+    entry: GeneratedCode
+    info: CodeInfo
+    instr: Instr | None          # INSTRUCTION only
+    value: object = None         # RETURN only

@@ -7,8 +7,8 @@ from typing import Callable
 
 from dyndbg.cpython import call_site, returned_value
 from dyndbg.engine.codeinfo import CodeInfo, Instr
-from dyndbg.engine.stop import Stop
-from dyndbg.ui.values import summarize, type_name
+from dyndbg.engine.stop import Stop, TraceEvent, TraceKind
+from dyndbg.ui.values import cut, summarize, type_name
 
 
 def short_path(filename: str) -> str:
@@ -36,6 +36,20 @@ def location(stop: Stop, rename: Rename = _same, highlight: Rename = _same) -> s
     where = f"{short_path(stop.frame.f_code.co_filename)}:{instr.line}" if instr.line else ""
     return (f"> {stop.entry.label()}  instr {instr.index}/{len(stop.info)} @{instr.offset}  "
             f"{instruction_text(instr, rename):<34} {where}  {highlight(source)}").rstrip()
+
+
+def trace_line(event: TraceEvent, rename: Rename = _same) -> str:
+    """`trace f [0/0]  instr 17/111 @106  CALL 2`: one line of `trace on`."""
+    head = f"trace {event.entry.label()}"
+    if event.kind is TraceKind.INSTRUCTION and event.instr is not None:
+        instr = event.instr
+        return f"{head}  instr {instr.index}/{len(event.info)} @{instr.offset}  " \
+            f"{instruction_text(instr, rename)}"
+    if event.kind is TraceKind.ENTER:
+        return f"{head}  starts"
+    if event.kind is TraceKind.RETURN:
+        return f"{head}  returns {summarize(event.value, 60)}"
+    return f"{head}  left by an exception"
 
 
 def effect(stop: Stop) -> str | None:

@@ -11,7 +11,7 @@ import types
 from typing import TYPE_CHECKING, Callable, TextIO
 
 from dyndbg.dynamo.names import readable
-from dyndbg.engine.stop import Stop, StopReason
+from dyndbg.engine.stop import Stop, StopReason, TraceEvent
 from dyndbg.ownframes import is_own_frame
 from dyndbg.timelimit import time_limit
 from dyndbg.ui import boundaries, render
@@ -81,6 +81,11 @@ class Session(Commands, DynamoCommands):
 
     def message(self, text: str) -> None:
         self.write(text)
+
+    def trace(self, event: TraceEvent) -> None:
+        """A line of `trace on`, written and flushed before the instruction
+        runs: the last one shown names the culprit of a hard crash."""
+        self.write(render.trace_line(event, self.renamer(event.frame)))
 
     def error(self, text: str) -> None:
         self.write(f"*** {text}")
