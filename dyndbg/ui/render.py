@@ -24,7 +24,7 @@ def _same(text: str) -> str:
 
 def instruction_text(instr: Instr, rename: Rename = _same) -> str:
     """`LOAD_GLOBAL          NULL + graph 2`: opname and its argument, renamed."""
-    argument = rename(instr.argrepr) if instr.argrepr else \
+    argument = cut(rename(instr.argrepr), 60) if instr.argrepr else \
         ("" if instr.arg is None else str(instr.arg))
     return f"{instr.opname:<20} {argument}".rstrip()
 
