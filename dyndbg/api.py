@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 import torch
 
 from dyndbg import attach as _attach
+from dyndbg.engine.codeinfo import Instr
 from dyndbg.engine.debugger import DyndbgQuit, Engine
 
 _DISABLE_WRAPPER_FILE = torch._dynamo.eval_frame.__file__
@@ -62,10 +63,30 @@ calls this from the transformed code; dyndbg stops in that dynamo frame right
 after the call, at the graph boundary."""
 
 
+class GeneratedView(NamedTuple):
+    """One code object dynamo generated, as dyndbg tracks it."""
+
+    label: str                       # `f [0/0]`, as stops and listings name it
+    function: str                    # the compiled function, or the resume function
+    compile_id: str | None           # "0/1" as in TORCH_LOGS; None if never compiled
+    code: types.CodeType
+    instructions: tuple[Instr, ...]  # indexed as `ll` shows and `b INDEX` takes them
+
+
+class BreakpointView(NamedTuple):
+    number: int
+    kind: str                        # "break", "tbreak" or "catch"
+    location: str                    # as `b` lists it
+    enabled: bool
+    condition: str | None
+    hits: int
+
+
 class debug:
-    """`with dyndbg.debug(commands=[...]):` stop in generated code run inside
-    the block only; at its end the debugger detaches. `quit` ends the block
-    (the exception does not propagate)."""
+    """`with dyndbg.debug(commands=[...]) as session:` stop in generated code
+    run inside the block only; at its end the debugger detaches. `quit` ends
+    the block (the exception does not propagate). `session.generated()` and
+    `session.breakpoints()` tell what dyndbg tracks, in the block and after."""
 
     def __init__(self, commands: list[str] | None = None, out: TextIO | None = None,
                  no_color: bool = False) -> None:
@@ -86,6 +107,22 @@ class debug:
         if self._owned and self.engine is not None:
             self.engine.close()
         return exc_type is not None and issubclass(exc_type, DyndbgQuit)
+
+    def generated(self) -> list[GeneratedView]:
+        """The generated code objects seen so far, in the order they were
+        registered (compiled, or first seen)."""
+        if self.engine is None:
+            return []
+        return [GeneratedView(entry.label(), entry.function, entry.compile_id, entry.code,
+                              tuple(self.engine.info_for(entry).instructions))
+                for entry in self.engine.registry.entries()]
+
+    def breakpoints(self) -> list[BreakpointView]:
+        if self.engine is None:
+            return []
+        return [BreakpointView(bp.number, bp.kind, bp.target.describe(), bp.enabled,
+                               bp.condition, bp.hits)
+                for bp in self.engine.breakpoints]
 
 
 def post_mortem(t: types.TracebackType | BaseException | None = None) -> None:

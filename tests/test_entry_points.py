@@ -127,6 +127,52 @@ def test_debug_context_stops_only_inside_and_quit_ends_the_block(tmp_path: Path)
     assert "Traceback" not in proc.stderr
 
 
+SESSION_HANDLE = """
+    import dis
+    import io
+
+    import torch
+    from torch._dynamo.utils import counters
+
+    import dyndbg
+
+
+    @torch.compile(backend="eager")
+    def f(x):
+        y = x.sin()
+        print("graph break")
+        return y + 1
+
+
+    with dyndbg.debug(commands=["b __compiled_fn_*", "c", "c", "c", "c"],
+                      out=io.StringIO()) as session:
+        f(torch.ones(2))
+        f(torch.ones(2))
+    for code in session.generated():
+        # dyndbg's instruction table is dis's, CACHE entries left out.
+        same = [(i.offset, i.opname) for i in code.instructions] == \\
+            [(i.offset, i.opname) for i in dis.get_instructions(code.code)]
+        print(code.label, code.function, code.compile_id, same)
+    print("graphs", counters["stats"]["unique_graphs"])
+    for bp in session.breakpoints():
+        print(bp.number, bp.kind, bp.location, bp.enabled, bp.hits)
+"""
+
+
+def test_debug_session_handle_tells_what_dyndbg_tracks(tmp_path: Path) -> None:
+    script = _write(tmp_path, "handle.py", SESSION_HANDLE)
+    proc = _python(script, [])
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[:2] == ["graph break", "graph break"]
+    assert lines[2:5] == [
+        "f [0/0] f 0/0 True",
+        "torch_dynamo_resume_in_f_at_14 [1/0] torch_dynamo_resume_in_f_at_14 1/0 True",
+        "graphs 2"]       # one generated code object per graph, as torch counts them
+    # The graph breakpoint was hit at both graph calls of both calls of f.
+    assert lines[-1] == "1 break __compiled_fn_* True 4", lines
+
+
 def test_torch_marker_is_breakpoint_0(tmp_path: Path) -> None:
     run = run_dyndbg(SAMPLES / "torch_marker.py", ["c", "b", "disable 0", "c"], tmp_path)
     no_traceback(run)
