@@ -14,7 +14,8 @@ import types
 from dyndbg.cpython import rebinds_arguments
 from dyndbg.dynamo import GeneratedCode, Registry
 from dyndbg.dynamo.names import RESUME_GLOBAL
-from dyndbg.engine.breakpoints import ArmingPlan, BreakpointTable, MarkerTarget
+from dyndbg.engine.breakpoints import ArmingPlan, BreakpointTable
+from dyndbg.engine.targets import MarkerTarget
 from dyndbg.engine.codeinfo import code_info
 from dyndbg.engine.modes import CodeNeeds, TraceLevel
 

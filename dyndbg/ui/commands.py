@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 
 from dyndbg.cpython import SILENT_OPNAMES
 from dyndbg.dynamo.names import GRAPH_NAME
-from dyndbg.engine.breakpoints import (Breakpoint, CatchTarget, FunctionTarget, GraphCallTarget,
-                                       InstructionTarget, LineTarget, ResumeTarget, Target)
+from dyndbg.engine.breakpoints import Breakpoint
+from dyndbg.engine.targets import (CatchTarget, FunctionTarget, GraphCallTarget,
+                                   InstructionTarget, LineTarget, ResumeTarget, Target)
 from dyndbg.ui import render, values
 from dyndbg.ui.values import summarize, type_name
 

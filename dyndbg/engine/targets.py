@@ -1,0 +1,251 @@
+"""Breakpoint targets: which instructions of a generated code object a
+breakpoint arms (`offsets`), and a check against the live stack when one is
+reached (`confirm`), e.g. that the callable about to be called really is
+graph 2. Targets name code that may not exist yet: they are pending until
+dynamo compiles matching code.
+
+- InstructionTarget: one instruction of one code object (`b 12`, `b @34`)
+- LineTarget: where generated code enters a source line (`b file.py:9`)
+- GraphCallTarget: calls of compiled graphs (`b graph 2`, `b __compiled_fn_*`)
+- ResumeTarget: entry to resume functions (`b resume`, `b torch_dynamo_resume_in_f*`)
+- FunctionTarget: entry to the transformed code of a user function (`b f`)
+- CatchTarget: `catch compile|recompile|graph-break|exception`
+- MarkerTarget: torch's `<BREAKPOINT>` markers (breakpoint 0, built in)
+"""
+from __future__ import annotations
+
+import fnmatch
+import os
+import sys
+import types
+from dataclasses import dataclass, field
+from typing import Callable
+
+from dyndbg.cpython import CALL_OPNAMES, MARKER_LOAD, SILENT_OPNAMES, call_site
+from dyndbg.dynamo.markers import breakpoint_marker
+from dyndbg.dynamo.names import GRAPH_NAME, RESUME_GLOBAL, graph_number
+from dyndbg.dynamo.registry import GeneratedCode, is_resume_name
+from dyndbg.engine.codeinfo import CodeInfo, Instr
+
+
+StackReader = Callable[[], "list[object] | None"]   # reads the value stack on demand
+
+
+def entry_offset(info: CodeInfo) -> int | None:
+    """The first instruction that can stop (RESUME never does)."""
+    for instr in info.instructions:
+        if instr.opname not in SILENT_OPNAMES:
+            return instr.offset
+    return None
+
+
+def call_offsets(info: CodeInfo) -> set[int]:
+    return {i.offset for i in info.instructions if i.opname in CALL_OPNAMES}
+
+
+class Target:
+    # True where offsets() are candidates and confirm() decides when reached
+    # (listings mark those `B1?`).
+    checked_when_reached = False
+
+    def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        raise NotImplementedError
+
+    def confirm(self, frame: types.FrameType, entry: GeneratedCode, instr: Instr,
+                stack: StackReader) -> bool:
+        return True
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+
+@dataclass
+class InstructionTarget(Target):
+    code: types.CodeType      # strong reference: its id() stays valid
+    offset: int
+    index: int
+    where: str                # e.g. "f [0/0]"
+
+    def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        return {self.offset} if entry.code is self.code else set()
+
+    def describe(self) -> str:
+        return f"{self.where} instr {self.index} @{self.offset}"
+
+
+@dataclass
+class LineTarget(Target):
+    filename: str             # as typed
+    line: int
+
+    def file_matches(self, co_filename: str) -> bool:
+        if os.path.isabs(self.filename) or os.path.exists(self.filename):
+            return os.path.realpath(co_filename) == os.path.realpath(self.filename)
+        return co_filename == self.filename or co_filename.endswith(os.sep + self.filename)
+
+    def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        if not self.file_matches(entry.code.co_filename):
+            return set()
+        return set(info.line_entries(self.line))
+
+    def describe(self) -> str:
+        return f"{self.filename}:{self.line}"
+
+
+class MarkerTarget(Target):
+    """The `LOAD_CONST <BREAKPOINT>` that torch's bytecode_debugger.breakpoint()
+    leaves in generated code: dyndbg stops there as torch's debugger would."""
+
+    def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        if not entry.has_marker:
+            return set()
+        marker = breakpoint_marker()
+        return {i.offset for i in info.instructions
+                if i.opname == MARKER_LOAD and i.argval is marker}
+
+    def describe(self) -> str:
+        return "torch's <BREAKPOINT> markers (bytecode_debugger.breakpoint())"
+
+
+def _called_function(instr: Instr, stack: StackReader) -> object:
+    if instr.opname not in CALL_OPNAMES:
+        return None
+    values = stack()
+    site = call_site(instr.opname, instr.arg, values) if values is not None else None
+    return None if site is None else site.function
+
+
+@dataclass
+class GraphCallTarget(Target):
+    """Calls of compiled graphs whose global name matches `pattern`."""
+
+    checked_when_reached = True
+
+    pattern: str              # fnmatch pattern on the global name, or a graph number
+    number: int | None = None
+
+    def name_matches(self, name: str) -> bool:
+        if not GRAPH_NAME.fullmatch(name):
+            return False
+        if self.number is not None:
+            return graph_number(name) == self.number
+        return fnmatch.fnmatchcase(name, self.pattern)
+
+    def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        if not any(self.name_matches(n) for n in entry.code.co_names):
+            return set()
+        return call_offsets(info)   # which call is the graph's is confirmed on the stack
+
+    def confirm(self, frame: types.FrameType, entry: GeneratedCode, instr: Instr,
+                stack: StackReader) -> bool:
+        function = _called_function(instr, stack)
+        return function is not None and any(
+            frame.f_globals.get(n) is function for n in frame.f_code.co_names
+            if self.name_matches(n))
+
+    def describe(self) -> str:
+        return f"graph {self.number}" if self.number is not None else self.pattern
+
+
+@dataclass
+class ResumeTarget(Target):
+    """Entry to resume functions: all, by code name, or by `__resume_at_*` global."""
+
+    pattern: str = "*"        # on the resume function's name, or on its global name
+
+    def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        if not entry.is_resume:
+            return set()
+        if not self.pattern.startswith("__resume_at_") and \
+                not fnmatch.fnmatchcase(entry.function, self.pattern):
+            return set()
+        offset = entry_offset(info)
+        return set() if offset is None else {offset}
+
+    def confirm(self, frame: types.FrameType, entry: GeneratedCode, instr: Instr,
+                stack: StackReader) -> bool:
+        if not self.pattern.startswith("__resume_at_"):
+            return True
+        # The global holds the resume function; the running code is it or its transform.
+        codes = (entry.code, entry.original)
+        return any(getattr(value, "__code__", None) in codes
+                   for name, value in frame.f_globals.items()
+                   if RESUME_GLOBAL.fullmatch(name) and fnmatch.fnmatchcase(name, self.pattern))
+
+    def describe(self) -> str:
+        return "resume" if self.pattern == "*" else self.pattern
+
+
+def module_name_of(filename: str) -> str | None:
+    """The name of the loaded module whose file is `filename` (`__main__` for a script)."""
+    real = os.path.realpath(filename)
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str) and os.path.realpath(path) == real:
+            return name
+    return None
+
+
+@dataclass
+class FunctionTarget(Target):
+    """Entry to the transformed code of a user function: `f`, `Net.forward`, `mod.f`."""
+
+    pattern: str
+
+    def names_for(self, entry: GeneratedCode) -> list[str]:
+        names = [entry.function, entry.qualname]
+        module = module_name_of(entry.code.co_filename)
+        if module is not None:
+            names.append(f"{module}.{entry.qualname}")
+        return names
+
+    def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        if entry.kind != "transformed" or entry.is_resume:
+            return set()
+        if not any(fnmatch.fnmatchcase(n, self.pattern) for n in self.names_for(entry)):
+            return set()
+        offset = entry_offset(info)
+        return set() if offset is None else {offset}
+
+    def describe(self) -> str:
+        return self.pattern
+
+
+@dataclass
+class CatchTarget(Target):
+    """`catch compile`: first run of each code object compiled after the
+    catchpoint was set;
+    `catch recompile`: the same for compile ids after the first (0/1, ...);
+    `catch graph-break`: each call from a frame's code into a resume function;
+    `catch exception`: every exception raised in generated code (all generated
+    frames are traced while it is enabled)."""
+
+    event: str                                  # compile, recompile, graph-break, exception
+    since: int = 0                              # registry serials from here are "new"
+    caught: set[int] = field(default_factory=set)
+
+    def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        if self.event == "exception":
+            return set()  # not an instruction: the engine stops at exception events
+        if self.event == "graph-break":
+            has_resume = any(RESUME_GLOBAL.fullmatch(n) for n in entry.code.co_names)
+            return call_offsets(info) if has_resume else set()
+        if entry.kind != "transformed" or entry.compile_id is None:
+            return set()
+        if self.event == "recompile" and entry.compile_id.endswith("/0"):
+            return set()
+        offset = entry_offset(info)
+        return set() if offset is None else {offset}
+
+    def confirm(self, frame: types.FrameType, entry: GeneratedCode, instr: Instr,
+                stack: StackReader) -> bool:
+        if self.event == "graph-break":
+            code = getattr(_called_function(instr, stack), "__code__", None)
+            return code is not None and is_resume_name(code.co_name)
+        if entry.serial < self.since or id(entry.code) in self.caught:
+            return False  # compiled before the catchpoint, or already caught
+        self.caught.add(id(entry.code))   # once per compiled code object
+        return True
+
+    def describe(self) -> str:
+        return f"catch {self.event}"
