@@ -1,11 +1,12 @@
 """Breakpoints: where (a target, targets.py), and bdb's bookkeeping
-(condition, ignore, temporary, enabled, hits); which events a frame needs for
-its armed instructions to stop (ArmingPlan)."""
+(condition, ignore, temporary, enabled, hits); the places each resolved to,
+numbered as gdb numbers locations (N.M); which events a frame needs for its
+armed instructions to stop (ArmingPlan)."""
 from __future__ import annotations
 
 import types
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
 
 from dyndbg.cpython import SILENT_OPNAMES
 from dyndbg.dynamo.registry import GeneratedCode
@@ -47,6 +48,18 @@ class ArmingPlan:
 
 
 @dataclass
+class Location:
+    """One place a breakpoint resolved to: a code object, or for torch's
+    markers one marker instruction in it."""
+
+    number: int                     # M in N.M, in the order the places resolved
+    where: str                      # `f [0/0]`, or `f [0/0] instr 12`
+    code: types.CodeType            # held, so that its id() stays this code's
+    enabled: bool = True
+    hits: int = 0
+
+
+@dataclass
 class Breakpoint:
     number: int
     target: Target
@@ -55,6 +68,35 @@ class Breakpoint:
     condition: str | None = None
     ignore: int = 0
     hits: int = 0
+    locations: list[Location] = field(default_factory=list)
+    # (id(code), offset of one marker or None) -> its location
+    _places: dict[tuple[int, int | None], Location] = field(default_factory=dict, repr=False)
+
+    def resolve(self, entry: GeneratedCode, info: CodeInfo, offsets: Iterable[int]) -> None:
+        """Number the places this breakpoint has in `entry`, once each."""
+        if isinstance(self.target, CatchTarget):
+            return   # catchpoints have no places
+        if isinstance(self.target, MarkerTarget):
+            places = [(offset, f"{entry.label()} instr {info.index_of(offset)}")
+                      for offset in sorted(offsets)]
+        else:
+            places = [(None, entry.label())]
+        for offset, where in places:
+            key = (id(entry.code), offset)
+            if key not in self._places:
+                location = Location(len(self.locations) + 1, where, entry.code)
+                self.locations.append(location)
+                self._places[key] = location
+
+    def location_at(self, code: types.CodeType, offset: int) -> Location | None:
+        places = self._places
+        return places.get((id(code), offset)) or places.get((id(code), None))
+
+    def enabled_at(self, code: types.CodeType, offset: int) -> bool:
+        if not self.enabled:
+            return False
+        location = self.location_at(code, offset)
+        return location is None or location.enabled
 
     @property
     def kind(self) -> str:
@@ -76,8 +118,14 @@ class Breakpoint:
         return text
 
 
+KnownCode = Callable[[], Iterable[tuple[GeneratedCode, CodeInfo]]]
+
+
 class BreakpointTable:
-    def __init__(self) -> None:
+    def __init__(self, known_code: KnownCode = lambda: ()) -> None:
+        # The generated code seen so far, in the order it was registered: a new
+        # breakpoint's places there are numbered in that order.
+        self._known_code = known_code
         self._by_number: dict[int, Breakpoint] = {}
         self._next_number = 1
         self._offsets_cache: dict[int, dict[int, list[Breakpoint]]] = {}
@@ -96,6 +144,8 @@ class BreakpointTable:
         self._by_number[bp.number] = bp
         self._next_number += 1
         self.changed()
+        for entry, info in self._known_code():
+            self.at_code(entry, info)
         return bp
 
     def add_marker_breakpoint(self) -> Breakpoint:
@@ -125,7 +175,10 @@ class BreakpointTable:
         if cached is None:
             cached = {}
             for bp in self:
-                for offset in bp.target.offsets(entry, info):
+                offsets = bp.target.offsets(entry, info)
+                if offsets:
+                    bp.resolve(entry, info, offsets)
+                for offset in offsets:
                     cached.setdefault(offset, []).append(bp)
             self._offsets_cache[id(entry.code)] = cached
         return cached
@@ -134,9 +187,12 @@ class BreakpointTable:
         """offset -> enabled breakpoints there: where an opcode event can stop."""
         cached = self._armed_cache.get(id(entry.code))
         if cached is None:
-            cached = {offset: [bp for bp in bps if bp.enabled]
-                      for offset, bps in self.at_code(entry, info).items()
-                      if any(bp.enabled for bp in bps)}
+            code = entry.code
+            cached = {}
+            for offset, bps in self.at_code(entry, info).items():
+                enabled = [bp for bp in bps if bp.enabled_at(code, offset)]
+                if enabled:
+                    cached[offset] = enabled
             self._armed_cache[id(entry.code)] = cached
         return cached
 
@@ -159,9 +215,13 @@ class BreakpointTable:
         """
         effective: list[Breakpoint] = []
         for bp in self.at_code(entry, info).get(instr.offset, ()):
-            if not bp.enabled or not bp.target.confirm(frame, entry, instr, stack):
+            if not bp.enabled_at(entry.code, instr.offset) or \
+                    not bp.target.confirm(frame, entry, instr, stack):
                 continue
             bp.hits += 1
+            location = bp.location_at(entry.code, instr.offset)
+            if location is not None:
+                location.hits += 1
             if bp.condition:
                 try:
                     if not evaluate(bp.condition):

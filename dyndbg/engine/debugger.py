@@ -11,8 +11,8 @@ from __future__ import annotations
 import types
 from typing import Callable, Protocol
 
-from dyndbg.cpython import (StackUnavailable, argument_names, instruction_start, is_return,
-                            read_suspended_stack, read_value_stack, stack_support)
+from dyndbg.cpython import (StackUnavailable, argument_names, is_return, read_value_stack,
+                            stack_support)
 from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
 from dyndbg.dynamo.markers import torch_has_marker
 from dyndbg.engine.breakpoints import BreakpointTable
@@ -22,6 +22,7 @@ from dyndbg.engine.interrupts import Interrupts
 from dyndbg.engine.modes import Mode, StepKind, TraceLevel
 from dyndbg.engine.policy import TracePolicy, keeps_arguments
 from dyndbg.engine.postmortem import FailureLog, post_mortem_stop
+from dyndbg.engine.snapshots import Snapshots
 from dyndbg.engine.stop import Stop, StopReason, TraceEvent, TraceKind
 from dyndbg.engine.tracer import Tracer, make_tracer
 from dyndbg.faults import FAULTS_ON, maybe_fault
@@ -42,7 +43,8 @@ class Engine:
     def __init__(self, frontend: Frontend, force_fallback: bool = False) -> None:
         self.frontend = frontend
         self.registry = Registry()
-        self.breakpoints = BreakpointTable()
+        self.breakpoints = BreakpointTable(
+            lambda: [(entry, self.info_for(entry)) for entry in self.registry.entries()])
         if torch_has_marker():
             self.breakpoints.add_marker_breakpoint()
         self.policy = TracePolicy(self.registry, self.breakpoints)
@@ -51,10 +53,9 @@ class Engine:
         self.hooks = DynamoHooks(self.registry, self._on_code_start, self._suspend,
                                  self._resume, self.internal_error, force_fallback)
         self.tracer: Tracer = make_tracer(self, frontend.message)
-        self.registry.on_add = self.tracer.code_added
+        self.registry.on_add = self._code_added
         self.interrupts = Interrupts(self, frontend.message)
-        # id(frame) -> (f_lasti, the stack before that instruction): the last one read
-        self._snapshots: dict[int, tuple[int, list[object]]] = {}
+        self.snapshots = Snapshots()    # the stacks read, for exception stops and `up`
         self.failures = FailureLog()                   # for post_mortem()
         self._entry_locals: dict[int, dict] = {}       # id(frame) -> its arguments at the start
         self._stopped_in: set[int] = set()             # ids of live frames that have stopped
@@ -81,7 +82,7 @@ class Engine:
         self.hooks.uninstall()
         self.interrupts.restore()
         self.interrupts.pending = False
-        self._snapshots.clear()
+        self.snapshots.clear()
         self.failures.clear()
         self._entry_locals.clear()
         self._stopped_in.clear()
@@ -201,27 +202,6 @@ class Engine:
     def info_for(self, entry: GeneratedCode) -> CodeInfo:
         return code_info(entry.extra, entry.code)
 
-    def snapshot_for(self, frame: types.FrameType) -> list[object] | None:
-        """The stack before `frame`'s current instruction, if it was read."""
-        snapshot = self._snapshots.get(id(frame))
-        if snapshot is None:
-            return None
-        lasti = frame.f_lasti  # at an exception event it may point into the inline cache
-        if snapshot[0] != lasti and snapshot[0] != instruction_start(frame.f_code, lasti):
-            return None
-        return snapshot[1]
-
-    def suspended_stack(self, frame: types.FrameType) -> list[object] | None:
-        """The stack of a live generated frame suspended in a call (a caller of
-        the stopped frame), as before its current instruction."""
-        snapshot = self.snapshot_for(frame)
-        if snapshot is not None:
-            return snapshot
-        try:
-            return read_suspended_stack(frame)
-        except StackUnavailable:
-            return None
-
     def evaluate_in(self, frame: types.FrameType, expression: str,
                     stack: Callable[[], list[object] | None]) -> bool:
         """A breakpoint condition, in the frame (compiled once per text)."""
@@ -256,6 +236,12 @@ class Engine:
         if not self.detached:
             self.tracer.code_starting(code)
 
+    def _code_added(self, entry: GeneratedCode) -> None:
+        """New generated code: breakpoints number their places in it (gdb's
+        N.M) as it appears, and the mechanism sets its events."""
+        self.breakpoints.at_code(entry, self.info_for(entry))
+        self.tracer.code_added(entry)
+
     def _suspend(self) -> None:
         self.tracer.suspend()
 
@@ -270,14 +256,14 @@ class Engine:
         key = id(frame)
         self._entry_locals[key] = dict(frame.f_locals)
         self._stopped_in.discard(key)
-        self._snapshots.pop(key, None)
+        self.snapshots.drop(frame)
         if self.policy.tracing:
             self._trace(TraceKind.ENTER, frame)
 
     def forget(self, frame: types.FrameType) -> None:
         """The frame can stop no more (it returned, or was released)."""
         key = id(frame)
-        self._snapshots.pop(key, None)
+        self.snapshots.drop(frame)
         self._entry_locals.pop(key, None)
         self._stopped_in.discard(key)
 
@@ -329,7 +315,7 @@ class Engine:
             return read[0][0]
 
         if self._mode.stepping and stack() is not None:
-            self._snapshots[id(frame)] = (frame.f_lasti, stack())  # for an exception stop
+            self.snapshots.keep(frame, stack())  # for an exception stop
         hit = self.breakpoints.hit(
             entry, info, frame, instr, stack,
             lambda expr: self.evaluate_in(frame, expr, stack), self.frontend.message)
@@ -379,7 +365,7 @@ class Engine:
         instr = info.containing(frame.f_lasti)
         if instr is None:
             return
-        stack = self.snapshot_for(frame)
+        stack = self.snapshots.before_current(frame)
         self.failures.record(frame, stack)
         if self.policy.recording and self.policy.trace_level(entry, frame, recording=False) \
                 is TraceLevel.NONE:
@@ -395,10 +381,7 @@ class Engine:
         `caller`: keep its stack as before that call (its operands are still there)."""
         if id(caller.f_code) not in self._generated:
             return
-        try:
-            self._snapshots[id(caller)] = (caller.f_lasti, read_suspended_stack(caller))
-        except StackUnavailable:
-            pass
+        self.snapshots.keep_suspended(caller)
 
     def post_mortem(self, tb: types.TracebackType | None, exc: BaseException | None) -> bool:
         """Open the front end at the innermost generated frame of the traceback

@@ -240,7 +240,7 @@ class Session(Commands, DynamoCommands):
         if self.engine.registry.is_generated(frame.f_code):
             if self.stop.frames is not None:  # post mortem: the frame has unwound
                 return None, "not recorded for this frame (it has finished)"
-            stack = self.engine.suspended_stack(frame)
+            stack = self.engine.snapshots.suspended(frame)
             if stack is not None:
                 return stack, "what the frame holds while suspended in the call its current instruction makes"
             return None, "not readable for this frame"
