@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable, Iterator
 
 import pytest
 
@@ -40,11 +41,26 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _start(argv: list[str], transcript: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "dyndbg", "--out", str(transcript), *argv],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            env=dict(os.environ, HOME=empty_home()), preexec_fn=_default_sigint)
+@pytest.fixture
+def start() -> Iterator[Callable[[list[str], Path], subprocess.Popen]]:
+    """Starts `python -m dyndbg --out TRANSCRIPT ARGV...`; kills what a failed
+    test left running (some programs loop until told to stop)."""
+    started: list[subprocess.Popen] = []
+
+    def _start(argv: list[str], transcript: Path) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, "-m", "dyndbg", "--out", str(transcript), *argv],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                                env=dict(os.environ, HOME=empty_home()),
+                                preexec_fn=_default_sigint)
+        started.append(proc)
+        return proc
+
+    yield _start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
 
 
 def _wait_for(path: Path, pattern: str, timeout: float = 120) -> str:
@@ -62,9 +78,9 @@ AGAIN = "dyndbg: interrupted; stopping at the next generated instruction " \
     "(Ctrl-C again to interrupt the program)"
 
 
-def test_ctrl_c_in_generated_code_stops_there(tmp_path: Path) -> None:
+def test_ctrl_c_in_generated_code_stops_there(tmp_path: Path, start) -> None:
     transcript = tmp_path / "t.txt"
-    proc = _start([str(PROGRAMS / "interrupt_loop.py"), "3", "0"], transcript)
+    proc = start([str(PROGRAMS / "interrupt_loop.py"), "3", "0"], transcript)
     proc.stdin.write("c\n")
     proc.stdin.flush()
     assert proc.stdout.readline() == "compiled loop\n"
@@ -82,11 +98,11 @@ def test_ctrl_c_in_generated_code_stops_there(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_outside_generated_code_stops_at_the_next_generated_instruction(
-        tmp_path: Path) -> None:
+        tmp_path: Path, start) -> None:
     # As in pdb: a Ctrl-C in the plain code between compiled calls stops the
     # program at the next instruction of generated code that runs.
     transcript = tmp_path / "t.txt"
-    proc = _start([str(PROGRAMS / "interrupt_between.py")], transcript)
+    proc = start([str(PROGRAMS / "interrupt_between.py")], transcript)
     proc.stdin.write("c\n")
     proc.stdin.flush()
     assert proc.stdout.readline() == "looping\n"
@@ -99,7 +115,8 @@ def test_ctrl_c_outside_generated_code_stops_at_the_next_generated_instruction(
     assert "Traceback" not in err + transcript.read_text()
 
 
-def test_ctrl_c_twice_outside_generated_code_is_a_keyboard_interrupt(tmp_path: Path) -> None:
+def test_ctrl_c_twice_outside_generated_code_is_a_keyboard_interrupt(tmp_path: Path,
+                                                                     start) -> None:
     # The second Ctrl-C before the stop comes (the program runs no generated
     # code any more) is the program's KeyboardInterrupt, as python's first.
     argv = [str(PROGRAMS / "interrupt_loop.py"), "0.5", "60"]
@@ -107,7 +124,7 @@ def test_ctrl_c_twice_outside_generated_code_is_a_keyboard_interrupt(tmp_path: P
                              stderr=subprocess.PIPE, text=True, cwd=ROOT,
                              preexec_fn=_default_sigint)
     transcript = tmp_path / "t.txt"
-    debugged = _start(argv, transcript)
+    debugged = start(argv, transcript)
     debugged.stdin.write("c\n")
     debugged.stdin.flush()
     for proc in (plain, debugged):
@@ -125,9 +142,9 @@ def test_ctrl_c_twice_outside_generated_code_is_a_keyboard_interrupt(tmp_path: P
     assert results[0] == results[1] == (-signal.SIGINT, "KeyboardInterrupt")
 
 
-def test_ctrl_c_at_the_prompt_keeps_the_session(tmp_path: Path) -> None:
+def test_ctrl_c_at_the_prompt_keeps_the_session(tmp_path: Path, start) -> None:
     transcript = tmp_path / "t.txt"
-    proc = _start([str(SAMPLES / "graph_break.py")], transcript)
+    proc = start([str(SAMPLES / "graph_break.py")], transcript)
     _wait_for(transcript, "\n> ")      # the first stop
     proc.send_signal(signal.SIGINT)
     time.sleep(0.5)
