@@ -5,73 +5,20 @@ from __future__ import annotations
 import fnmatch
 import linecache
 import os
-import re
 from typing import TYPE_CHECKING
 
 from dyndbg.cpython import SILENT_OPNAMES
-from dyndbg.dynamo.names import GRAPH_NAME
-from dyndbg.engine.breakpoints import (Breakpoint, CatchTarget, FunctionTarget, GraphCallTarget,
-                                       InstructionTarget, LineTarget, ResumeTarget, Target)
+from dyndbg.engine.breakpoints import (Breakpoint, CatchTarget, InstructionTarget, LineTarget,
+                                       Target)
 from dyndbg.ui import render, values
+from dyndbg.ui.parsing import (CommandError, InstructionSpec, Place, check_alias_body,
+                               check_condition, expand_aliases, parse_count, parse_int,
+                               parse_list_range, parse_location, parse_numbers, split_commands,
+                               split_condition)
 from dyndbg.ui.values import summarize, type_name
 
 if TYPE_CHECKING:
     from dyndbg.ui.session import Session
-
-
-class CommandError(Exception):
-    """Bad input at the prompt: shown as one line."""
-
-
-def _int(text: str, what: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise CommandError(f"{what} must be a whole number, not {text!r}") from None
-
-
-def _numbers(arg: str, what: str = "breakpoint number") -> list[int]:
-    return [_int(part, what) for part in arg.replace(",", " ").split()]
-
-
-_ALIAS_PARAMETER = re.compile(r"%([1-9*])")
-
-
-def _substitute(name: str, body: str, args: list[str]) -> str:
-    """An alias's text with %1..%9 and %* replaced, as pdb does; a missing
-    argument, or one with no place, is an error (as in pdb since 3.13)."""
-    wanted = max((int(n) for n in _ALIAS_PARAMETER.findall(body) if n != "*"), default=0)
-    if len(args) < wanted:
-        raise CommandError(f"not enough arguments for alias {name!r} (it takes {wanted})")
-    if len(args) > wanted and "%*" not in body:
-        raise CommandError(f"too many arguments for alias {name!r} (it takes {wanted})")
-    return _ALIAS_PARAMETER.sub(
-        lambda m: " ".join(args) if m.group(1) == "*" else args[int(m.group(1)) - 1], body)
-
-
-_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.*?[]<> -")
-
-
-def _named_target(spec: str) -> Target:
-    """graph N / __compiled_fn_* / resume / torch_dynamo_resume_in_* / __resume_at_* / FUNC."""
-    words = spec.split()
-    if words[0] == "graph":
-        if len(words) != 2 or not (words[1].isdigit() or words[1] == "*"):
-            raise CommandError("usage: break graph N")
-        return GraphCallTarget("__compiled_fn_*", None if words[1] == "*" else int(words[1]))
-    if spec.startswith("__compiled_fn"):
-        match = GRAPH_NAME.fullmatch(spec)
-        if match:  # one graph, by number (the uuid suffix is optional)
-            return GraphCallTarget(spec, int(match.group(1)))
-        return GraphCallTarget(spec)
-    if spec == "resume":
-        return ResumeTarget()
-    if spec.startswith(("torch_dynamo_resume_in_", "__resume_at_", "<resume in")):
-        return ResumeTarget(spec)
-    if len(words) == 1 and set(spec) <= _NAME_CHARS and not spec[0].isdigit():
-        return FunctionTarget(spec)
-    raise CommandError(f"bad breakpoint location {spec!r}: expected INDEX, @OFFSET, FILE:LINE, "
-                       "graph N, __compiled_fn_*, resume, or a function name")
 
 
 class Commands:
@@ -96,19 +43,14 @@ class Commands:
         """s(tep) [N]
         Run the next instruction (N instructions), stopping in any dynamo-generated
         frame, including one that the current instruction calls."""
-        count = _int(arg, "step count") if arg else 1
-        if count < 1:
-            raise CommandError("step count must be at least 1")
-        self.engine.set_step(count)
+        self.engine.set_step(parse_count(arg, "step count"))
         self.resume()
 
     def do_next(self: "Session", arg: str) -> None:
         """n(ext) [N]
         Run to the next instruction of this frame (N instructions); calls run
         through. When the frame returns, stop at the next generated instruction."""
-        count = _int(arg, "step count") if arg else 1
-        if count < 1:
-            raise CommandError("step count must be at least 1")
+        count = parse_count(arg, "step count")
         self.engine.set_next(self._stopped_frame(), count)
         self.resume()
 
@@ -125,7 +67,7 @@ class Commands:
         assert self.stop is not None
         index = self.stop.instr.index + 1
         if arg:
-            index = _int(arg, "instruction index")
+            index = parse_int(arg, "instruction index")
             if not 0 <= index < len(self.stop.info):
                 raise CommandError(f"instruction index out of range (0..{len(self.stop.info) - 1})")
         self.engine.set_until(self._stopped_frame(), index)
@@ -152,50 +94,36 @@ class Commands:
     # -- breakpoints ------------------------------------------------------------------------
     def _parse_target(self: "Session", spec: str) -> Target:
         assert self.stop is not None
-        spec = spec.strip()
-        if not spec:
-            raise CommandError("missing breakpoint location")
+        location = parse_location(spec)
+        if not isinstance(location, InstructionSpec):
+            return location
         info, entry = self.stop.info, self.stop.entry
         selected = self.frame
         if selected is not self.stop.frame and self.engine.registry.is_generated(selected.f_code):
             entry = self.engine.entry_for(selected.f_code)  # type: ignore[assignment]
             info = self.engine.info_for(entry)
-        if spec.startswith("@"):
-            offset = _int(spec[1:], "instruction offset")
+        if location.place is Place.OFFSET:
+            offset = location.number
             instr = info.at_offset(offset)
             if instr is None:
                 raise CommandError(f"no instruction starts at offset {offset} in {entry.label()}")
             if instr.opname in SILENT_OPNAMES:
                 raise CommandError(f"@{offset} ({instr.opname}) runs before tracing starts")
             return InstructionTarget(entry.code, offset, instr.index, entry.label())
-        if spec.lstrip("-").isdigit():
-            index = int(spec)
-            if not 0 <= index < len(info):
-                raise CommandError(f"instruction index out of range (0..{len(info) - 1})")
-            instr = info.instructions[index]
-            if instr.opname in SILENT_OPNAMES:
-                raise CommandError(f"instruction {index} ({instr.opname}) runs before tracing "
-                                   f"starts; use {index + 1}")
-            return InstructionTarget(entry.code, instr.offset, index, entry.label())
-        if ":" in spec and spec.rpartition(":")[2].strip().isdigit():
-            filename, _, line_text = spec.rpartition(":")
-            line = int(line_text)
-            if line < 1:
-                raise CommandError("line number must be at least 1")
-            return LineTarget(filename.strip(), line)
-        return _named_target(spec)
+        index = location.number
+        if not 0 <= index < len(info):
+            raise CommandError(f"instruction index out of range (0..{len(info) - 1})")
+        instr = info.instructions[index]
+        if instr.opname in SILENT_OPNAMES:
+            raise CommandError(f"instruction {index} ({instr.opname}) runs before tracing "
+                               f"starts; use {index + 1}")
+        return InstructionTarget(entry.code, instr.offset, index, entry.label())
 
     def _add_breakpoint(self: "Session", arg: str, temporary: bool) -> None:
         if not arg.strip():
             self._list_breakpoints()
             return
-        spec, _, condition = arg.partition(",")
-        condition = condition.strip() or None
-        if condition is not None:
-            try:
-                compile(condition, "<condition>", "eval")
-            except SyntaxError:
-                raise CommandError(f"invalid condition {condition!r}") from None
+        spec, condition = split_condition(arg)
         target = self._parse_target(spec)
         bp = self.engine.breakpoints.add(target, temporary, condition)
         kind = "Temporary breakpoint" if temporary else "Breakpoint"
@@ -272,7 +200,7 @@ class Commands:
 
     def _breakpoints_named(self: "Session", arg: str) -> list[Breakpoint]:
         found = []
-        for number in _numbers(arg):
+        for number in parse_numbers(arg):
             bp = self.engine.breakpoints.get(number)
             if bp is None:
                 raise CommandError(f"no breakpoint number {number}")
@@ -326,10 +254,7 @@ class Commands:
         bp = self._breakpoints_named(number)[0]
         condition = condition.strip()
         if condition:
-            try:
-                compile(condition, "<condition>", "eval")
-            except SyntaxError:
-                raise CommandError(f"invalid condition {condition!r}") from None
+            check_condition(condition)
             bp.condition = condition
             self.write(f"New condition set for breakpoint {bp.number}.")
         else:
@@ -343,7 +268,7 @@ class Commands:
         if len(parts) != 2:
             raise CommandError("usage: ignore N COUNT")
         bp = self._breakpoints_named(parts[0])[0]
-        bp.ignore = max(0, _int(parts[1], "count"))
+        bp.ignore = max(0, parse_int(parts[1], "count"))
         self.write(f"Will ignore next {bp.ignore} crossings of breakpoint {bp.number}.")
 
     # -- looking -------------------------------------------------------------------------------
@@ -414,7 +339,7 @@ class Commands:
             self.displays.clear()
             self.write("Deleted all displays.")
             return
-        for number in _numbers(arg, "display number"):
+        for number in parse_numbers(arg, "display number"):
             if self.displays.pop(number, None) is None:
                 raise CommandError(f"no display number {number}")
             self.write(f"Deleted display {number}")
@@ -440,7 +365,7 @@ class Commands:
         return None if entry is None else (entry.label(), self.engine.info_for(entry))
 
     def _move(self: "Session", arg: str, direction: int) -> None:
-        count = _int(arg, "frame count") if arg else 1
+        count = parse_int(arg, "frame count") if arg else 1
         target = self.selected + direction * count
         if not 0 <= target < len(self.frames):
             raise CommandError("no frame further " + ("up" if direction < 0 else "down"))
@@ -473,14 +398,7 @@ class Commands:
         Instructions around the current one (or INDEX); again to continue."""
         entry, info, current = self._listing_target()
         if arg.strip():
-            parts = [p for p in arg.replace(",", " ").split()]
-            if len(parts) == 1:
-                center = _int(parts[0], "instruction index")
-                first, last = center - 5, center + 5
-            elif len(parts) == 2:
-                first, last = _int(parts[0], "instruction index"), _int(parts[1], "instruction index")
-            else:
-                raise CommandError("usage: list [INDEX | FIRST, LAST]")
+            first, last = parse_list_range(arg)
         elif self._list_next is not None:
             first, last = self._list_next, self._list_next + 10
         else:
@@ -513,7 +431,7 @@ class Commands:
         """source [CONTEXT]
         The user's source around the selected frame's current line (CONTEXT
         lines each side, 5 by default), the line marked."""
-        context = _int(arg, "context") if arg.strip() else 5
+        context = parse_int(arg, "context") if arg.strip() else 5
         frame = self.frame
         generated = self._generated(frame)
         if generated is not None:
@@ -559,7 +477,7 @@ class Commands:
             return
         option, value = words[0], (words[1] if len(words) > 1 else "on")
         if option == "width":
-            values.set_width(_int(value, "width"))
+            values.set_width(parse_int(value, "width"))
         elif value not in ("on", "off"):
             raise CommandError(f"set {option} takes on or off")
         elif option in ("vi", "emacs"):
@@ -601,11 +519,7 @@ class Commands:
         if name in ("alias", "unalias"):
             raise CommandError(f"{name!r} cannot be an alias (it could not be undone)")
         body = arg.strip()[len(name):].strip()
-        if "%*" not in body:
-            # as pdb: %1..%N with none skipped, so every word given has a place
-            used = [n for n in range(1, 10) if f"%{n}" in body]
-            if used != list(range(1, len(used) + 1)):
-                raise CommandError("parameters must be consecutive: %1, %2, ...")
+        check_alias_body(body)
         self.user_aliases[name] = body
 
     def do_unalias(self: "Session", arg: str) -> None:
@@ -618,34 +532,15 @@ class Commands:
             raise CommandError(f"no alias {words[0]!r}")
 
     def expand_aliases(self: "Session", line: str) -> str:
-        """The line with its first word expanded while that is an alias (as pdb).
-
-        A name met again ends the expansion: where it is also a command, that
-        command runs (`alias ll ll --raw`); otherwise the aliases loop, which
-        is an error rather than a hang. Commands after a ';;' of an alias's
-        text are queued, as typed ones are."""
-        chain: list[str] = []
-        while True:
-            words = line.split()
-            if not words or words[0] not in self.user_aliases:
-                return line
-            name = words[0]
-            if name in chain:
-                if self.command(name) is not None:
-                    return line
-                raise CommandError("alias loop: " + " -> ".join(chain + [name]))
-            chain.append(name)
-            line = self.split_commands(_substitute(name, self.user_aliases[name], words[1:]))
+        return expand_aliases(line, self.user_aliases, lambda name: self.command(name) is not None,
+                              lambda rest: self.pending.insert(0, rest))
 
     def split_commands(self: "Session", line: str) -> str:
-        """The line up to its first ';;'; the rest is queued to run next.
-        `!` lines (Python) and alias definitions are not split (as pdb)."""
-        words = line.split()
-        if ";;" not in line or line.lstrip().startswith("!") or words[0] == "alias":
-            return line
-        line, rest = line.split(";;", 1)
-        self.pending.insert(0, rest.strip())
-        return line.strip()
+        """The line up to its first ';;'; the rest is queued to run next."""
+        line, rest = split_commands(line)
+        if rest is not None:
+            self.pending.insert(0, rest)
+        return line
 
     # -- help -------------------------------------------------------------------------------------
     def do_help(self: "Session", arg: str) -> None:

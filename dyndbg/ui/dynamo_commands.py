@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from dyndbg.dynamo import graphs, guards
 from dyndbg.dynamo.names import GRAPH_NAME, graph_number, readable
-from dyndbg.ui.commands import CommandError
+from dyndbg.ui.parsing import CommandError
 from dyndbg.ui.values import cut
 
 if TYPE_CHECKING:

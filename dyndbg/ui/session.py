@@ -15,8 +15,9 @@ from dyndbg.engine.stop import Stop, StopReason
 from dyndbg.ownframes import is_own_frame
 from dyndbg.timelimit import time_limit
 from dyndbg.ui import boundaries, render
-from dyndbg.ui.commands import CommandError, Commands
+from dyndbg.ui.commands import Commands
 from dyndbg.ui.dynamo_commands import DynamoCommands
+from dyndbg.ui.parsing import CommandError, leading_word
 from dyndbg.ui.reader import ScriptedReader, TerminalReader, is_terminal, printable
 from dyndbg.ui.style import Highlighter, wants_color
 from dyndbg.ui.terminal import PromptReader
@@ -315,7 +316,7 @@ class Session(Commands, DynamoCommands):
         if line.startswith("!"):
             self.run_python(line[1:])
             return
-        word = _leading_word(line)
+        word = leading_word(line)
         command = self.command(word)
         if command is None or (line != word and self._is_python(line, word)):
             self.run_python(line)
@@ -351,9 +352,3 @@ class Session(Commands, DynamoCommands):
     def resume(self) -> None:
         self._resumed = True
 
-
-def _leading_word(line: str) -> str:
-    end = 0
-    while end < len(line) and (line[end].isalnum() or line[end] == "_"):
-        end += 1
-    return line[:end]
