@@ -1,6 +1,9 @@
-"""Fast unit tests of what the prompt parses (dyndbg/ui/parsing.py): no torch,
-no subprocess."""
+"""Fast unit tests of what the prompt parses (dyndbg/ui/parsing.py) and of help
+derived from the `do_*` docstrings: no torch, no subprocess."""
 from __future__ import annotations
+
+import ast
+from pathlib import Path
 
 import pytest
 
@@ -191,3 +194,52 @@ def test_parse_list_range() -> None:
     assert error_of(parse_list_range, "1 2 3") == "usage: list [INDEX | FIRST, LAST]"
     assert error_of(parse_list_range, ",") == "usage: list [INDEX | FIRST, LAST]"
     assert error_of(parse_list_range, "x") == "instruction index must be a whole number, not 'x'"
+
+
+# -- help from the docstrings ---------------------------------------------------------------------
+def test_help_comes_from_the_families_docstrings() -> None:
+    from dyndbg.ui.running import RunningCommands
+    from dyndbg.ui.session_commands import command_help, commands_of, usage
+
+    family = RunningCommands(host=None)  # type: ignore[arg-type]
+    names = [c.__name__ for c in commands_of(family)]
+    assert names == ["do_step", "do_next", "do_return", "do_until", "do_continue", "do_quit"]
+    assert [usage(c) for c in commands_of(family)][:2] == ["s(tep)", "n(ext)"]
+    # an alias is the same function, so `help c` is continue's help
+    assert family.do_c.__func__ is family.do_continue.__func__  # type: ignore[attr-defined]
+    assert command_help(family.do_until.__doc__ or "") == [
+        "unt(il) [INDEX]",
+        "  Run until an instruction of this frame with an index greater than the",
+        "  current one (past a loop), or at least INDEX; or until the frame returns."]
+
+
+def test_every_command_has_a_usage_line() -> None:
+    from dyndbg.ui.breakpoint_commands import BreakpointCommands
+    from dyndbg.ui.dynamo_commands import DynamoCommands
+    from dyndbg.ui.looking import LookingCommands
+    from dyndbg.ui.running import RunningCommands
+    from dyndbg.ui.session_commands import SessionCommands, commands_of
+
+    for cls in (RunningCommands, BreakpointCommands, DynamoCommands, LookingCommands,
+                SessionCommands):
+        for command in commands_of(cls(host=None)):  # type: ignore[arg-type]
+            doc = command.__doc__ or ""
+            first = doc.splitlines()[0] if doc else ""
+            name = command.__name__[3:]
+            # the usage names the command: `unt(il)` is until once the parentheses go
+            assert name in first.replace("(", "").replace(")", ""), (cls.__name__, name, first)
+
+
+def test_no_module_of_the_ui_imports_the_session_back() -> None:
+    """The five-file circle stays broken: only the wiring (attach.py) imports
+    session.py; the families, completer and reader talk to host.Host."""
+    ui = Path(__file__).resolve().parent.parent / "dyndbg" / "ui"
+    for path in sorted(ui.glob("*.py")):
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                imported.add(node.module or "")
+                imported.update(f"{node.module}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+        assert "dyndbg.ui.session" not in imported, path.name
