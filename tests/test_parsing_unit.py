@@ -211,6 +211,14 @@ def test_help_comes_from_the_families_docstrings() -> None:
         "unt(il) [INDEX]",
         "  Run until an instruction of this frame with an index greater than the",
         "  current one (past a loop), or at least INDEX; or until the frame returns."]
+    # a docstring's own indentation is kept under the usage line (break's table)
+    assert command_help("""b [X]
+        X is one of:
+          INDEX      an instruction
+                     of this code
+
+        The end.""") == ["b [X]", "  X is one of:", "    INDEX      an instruction",
+                         "               of this code", "", "  The end."]
 
 
 def test_every_command_has_a_usage_line() -> None:

@@ -3,6 +3,7 @@ options of `set`, and help, which pdb-like comes from the `do_*` docstrings
 (first line: usage)."""
 from __future__ import annotations
 
+import inspect
 from typing import Callable
 
 from dyndbg.ui import values
@@ -23,9 +24,10 @@ def usage(command: Callable[[str], None]) -> str:
 
 
 def command_help(doc: str) -> list[str]:
-    """One command's help: the usage line, then the rest indented."""
-    lines = doc.splitlines()
-    return [line.strip() and "  " * (line != lines[0]) + line.strip() for line in lines]
+    """One command's help: the usage line, then the rest indented by two with
+    its own indentation kept, as pdb's (break's table of locations)."""
+    first, *rest = inspect.cleandoc(doc).splitlines()
+    return [first] + [f"  {line}" if line.strip() else "" for line in rest]
 
 
 class SessionCommands:
