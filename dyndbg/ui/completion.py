@@ -1,31 +1,28 @@
-"""Tab completion that knows where the debugger is stopped: command names,
-breakpoint targets (graphs, resume functions, compiled functions seen so far),
-file names after `break`, and names, attributes and keys in the current frame."""
+"""Tab completion that knows where the debugger is stopped: command names, a
+command's arguments where its family completes them (`complete_break`: graphs,
+resume functions, compiled functions seen so far; else file names), and names,
+attributes and keys in the current frame."""
 from __future__ import annotations
 
 import builtins
 import keyword
 import re
-from typing import TYPE_CHECKING, Iterable
+from typing import Callable, Iterable
 
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion, PathCompleter
 from prompt_toolkit.document import Document
 
-from dyndbg.dynamo.names import GRAPH_NAME, graph_number
+from dyndbg.ui.host import Host
 from dyndbg.ui.values import summarize
 
-if TYPE_CHECKING:
-    from dyndbg.ui.session import Session
-
-_BREAK_COMMANDS = {"b", "break", "tbreak", "cl", "clear"}
 _ATTRIBUTE = re.compile(r"([A-Za-z_][\w.]*)\.(\w*)$")
 _KEY = re.compile(r"([A-Za-z_][\w.]*)\[(['\"]?)([^\]'\"]*)$")
 _NAME = re.compile(r"([A-Za-z_]\w*)$")
 
 
 class DebuggerCompleter(Completer):
-    def __init__(self, session: "Session") -> None:
-        self.session = session
+    def __init__(self, host: Host) -> None:
+        self.host = host
         self._paths = PathCompleter(expanduser=True)
 
     def get_completions(self, document: Document,
@@ -42,48 +39,44 @@ class DebuggerCompleter(Completer):
             if "." in word or "[" in word:  # Python: attributes and keys
                 yield from self._expression(text, event)
                 return
-            commands = [] if text.lstrip().startswith("!") else self.session.command_names()
+            commands = [] if text.lstrip().startswith("!") else self.host.command_names()
             names = set(commands) | set(self._frame_names())
             for completion in _matching(word, sorted(names)):
                 yield Completion(completion.text, completion.start_position,
                                  display_meta=self._meta(completion.text))
             return
         command, _, argument = text.lstrip().partition(" ")
-        if command in _BREAK_COMMANDS:
+        complete = self._argument_completer(command)
+        if complete is not None:
             argument = argument.lstrip()
-            if "/" in argument or argument.endswith(".py") or argument.startswith("."):
+            candidates = complete(argument)
+            if candidates is None:  # a file name
                 yield from self._paths.get_completions(Document(argument), event)
                 return
-            yield from _matching(argument, self.break_targets())
+            yield from _matching(argument, candidates)
             return
         yield from self._expression(text, event)
 
-    def break_targets(self) -> list[str]:
-        """Names `break` accepts, from the code dynamo has generated so far."""
-        engine = self.session.engine
-        targets: set[str] = {"resume"}
-        for entry in engine.registry.entries():
-            targets.add(entry.function)
-            if entry.qualname != entry.function:
-                targets.add(entry.qualname)
-            for name in entry.code.co_names:
-                if GRAPH_NAME.fullmatch(name):
-                    targets.add(f"graph {graph_number(name)}")
-                    targets.add(name)
-        return sorted(targets)
+    def _argument_completer(self, word: str) -> Callable[[str], list[str] | None] | None:
+        """The family's `complete_WORD`, as pdb's Cmd.complete looks it up."""
+        for family in self.host.families:
+            found = getattr(family, f"complete_{word}", None)
+            if found is not None:
+                return found
+        return None
 
     def _meta(self, name: str) -> str:
         """The value summary shown beside a name in the completion menu."""
-        namespace = self.session.namespace()
+        namespace = self.host.namespace()
         if name in namespace:
             return summarize(namespace[name], 40)
         return ""
 
     def _frame_names(self) -> list[str]:
-        session = self.session
-        if session.stop is None:
+        host = self.host
+        if host.stop is None:
             return []
-        names = set(session.frame_locals()) | set(session.frame.f_globals)
+        names = set(host.frame_locals()) | set(host.frame.f_globals)
         names |= set(dir(builtins)) | set(keyword.kwlist) | {"__stack__", "__frame__"}
         return sorted(names)
 
@@ -115,11 +108,11 @@ class DebuggerCompleter(Completer):
     def _evaluate(self, expression: str) -> object:
         """A dotted name in the stopped frame (attributes are read, nothing called)."""
         parts = expression.split(".")
-        namespace = self.session.namespace()
+        namespace = self.host.namespace()
         if parts[0] in namespace:
             obj = namespace[parts[0]]
-        elif parts[0] in self.session.frame.f_globals:
-            obj = self.session.frame.f_globals[parts[0]]
+        elif parts[0] in self.host.frame.f_globals:
+            obj = self.host.frame.f_globals[parts[0]]
         else:
             obj = getattr(builtins, parts[0], None)
         for part in parts[1:]:

@@ -7,24 +7,33 @@ from typing import TYPE_CHECKING
 
 from dyndbg.dynamo import graphs, guards
 from dyndbg.dynamo.names import GRAPH_NAME, graph_number, readable
-from dyndbg.ui.commands import CommandError
+from dyndbg.ui.host import Host
+from dyndbg.ui.parsing import CommandError
 from dyndbg.ui.values import cut
 
 if TYPE_CHECKING:
     from dyndbg.dynamo.registry import GeneratedCode
-    from dyndbg.ui.session import Session
+    from dyndbg.ui.boundaries import GraphCall
 
 
 class DynamoCommands:
+    title = "dynamo"
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        # The graph call shown at the last stop: `graph` shows it, the next stop its outputs.
+        self.graph_call: GraphCall | None = None
+
     # -- graphs ----------------------------------------------------------------------
-    def _find_graph(self: "Session", spec: str) -> tuple[str, object]:
+    def _find_graph(self, spec: str) -> tuple[str, object]:
         """(global name, value) of a graph: by number, name, or the current call."""
-        frames = list(reversed(self.frames))
+        host = self.host
+        frames = list(reversed(host.frames))
         if not spec:
-            if self._graph_call is not None and self._graph_call.frame is self.stop.frame:  # type: ignore[union-attr]
-                name = self._graph_call.name
-                return name, self._graph_call.frame.f_globals.get(name)
-            names = [n for n in self.frame.f_code.co_names if GRAPH_NAME.fullmatch(n)]
+            call = self.graph_call
+            if call is not None and call.frame is host.stop.frame:  # type: ignore[union-attr]
+                return call.name, call.frame.f_globals.get(call.name)
+            names = [n for n in host.frame.f_code.co_names if GRAPH_NAME.fullmatch(n)]
             if not names:
                 raise CommandError("no graph at this instruction or in this code: "
                                    "give a number or name (graph N)")
@@ -38,11 +47,12 @@ class DynamoCommands:
                     return name, namespace[name]
         raise CommandError(f"no compiled graph {spec!r} found (yet)")
 
-    def do_graph(self: "Session", arg: str) -> None:
+    def do_graph(self, arg: str) -> None:
         """graph [N | NAME] [--output-code]
         The FX graph of a compiled graph, with shapes and the user's source
         lines: the one called at the current instruction by default. With
         --output-code, inductor's generated code for it."""
+        host = self.host
         words = arg.split()
         output_code = "--output-code" in words
         words = [w for w in words if w != "--output-code"]
@@ -54,67 +64,29 @@ class DynamoCommands:
             if code is None:
                 raise CommandError(f"no inductor output code for graph {graph_number(name)} "
                                    "(only graphs compiled by inductor have it)")
-            self.write(self.highlighter.python(code))
+            host.write(host.highlighter.python(code))
             return
         info = graphs.graph_info(name, value)
         if info is None:
             raise CommandError(f"{name} is not a compiled graph")
         inputs, outputs = len(info.placeholders), len(info.outputs)
-        self.write(f"graph {info.number} ({name}), backend {info.backend or 'unknown'}, "
+        host.write(f"graph {info.number} ({name}), backend {info.backend or 'unknown'}, "
                    f"{inputs} input{'s' if inputs != 1 else ''}, "
                    f"{outputs} output{'s' if outputs != 1 else ''}")
         if info.note:
-            self.write(f"  ({info.note})")
-        self.write(self.highlighter.python(info.code))
+            host.write(f"  ({info.note})")
+        host.write(host.highlighter.python(info.code))
 
     # -- cache entries and guards ----------------------------------------------------------
-    def _selected_entry(self: "Session") -> "GeneratedCode":
-        entry = self.engine.entry_for(self.frame.f_code)
-        if entry is None:
-            raise CommandError("the selected frame is not dynamo-generated code")
-        return entry
-
-    def _originals_named(self: "Session", name: str) -> list[types.CodeType]:
-        found: dict[int, types.CodeType] = {}
-        for entry in self.engine.registry.entries():
-            if entry.original is not None and name in (entry.function, entry.qualname):
-                found[id(entry.original)] = entry.original
-        if not found:
-            raise CommandError(f"no compiled function named {name!r} (yet)")
-        return list(found.values())
-
-    def do_cache(self: "Session", arg: str) -> None:
-        """cache [FUNC]
-        The cache entries of the selected frame's function (or FUNC): compile id,
-        the graphs and resume functions its code calls, guard count, backend.
-        Most recently used first, as dynamo tries them."""
-        if arg.strip():
-            originals = self._originals_named(arg.strip())
-        else:
-            entry = self._selected_entry()
-            if entry.original is None:
-                raise CommandError(f"{entry.label()} was never compiled: it has no cache entries")
-            originals = [entry.original]
-        for original in originals:
-            entries = guards.cache_entries(original)
-            self.write(f"{original.co_name} ({original.co_filename}:{original.co_firstlineno}): "
-                       f"{len(entries)} cache entr{'y' if len(entries) == 1 else 'ies'}")
-            running = self.frame.f_code
-            for e in entries:
-                marker = "->" if e.code is running else "  "
-                called = [readable(g) for g in e.graphs] + [
-                    readable(r, self.frame.f_globals) for r in e.resume_functions]
-                self.write(f"{marker} [{e.compile_id}]  guards {e.guard_count}  "
-                           f"backend {e.backend or '?'}  calls {', '.join(called) or 'nothing'}")
-
-    def do_guards(self: "Session", arg: str) -> None:
+    def do_guards(self, arg: str) -> None:
         """guards [all]
         The guards of the cache entry that is running, evaluated against this
         call's inputs (each guard passed or failed); 'all' for every entry."""
+        host = self.host
         if arg.strip() not in ("", "all"):
             raise CommandError("usage: guards [all]")
         entry = self._selected_entry()
-        frame_locals = self._entry_locals_of(self.frame)
+        frame_locals = self._entry_locals_of(host.frame)
         if entry.original is None:
             raise CommandError(f"{entry.label()} was never compiled: it has no guards")
         targets = [entry.code]
@@ -125,26 +97,67 @@ class DynamoCommands:
                                if e.code is code), "?")
             tree = guards.guard_tree(entry.original, code, frame_locals)
             running = " (running)" if code is entry.code else ""
-            self.write(f"guards of [{compile_id}]{running}, against this call's inputs:")
+            host.write(f"guards of [{compile_id}]{running}, against this call's inputs:")
             if isinstance(tree, str):
-                self.write(f"  {tree}")
+                host.write(f"  {tree}")
                 continue
             for line in tree:
                 mark = {True: "ok  ", False: "FAIL", None: "    "}[line.passed]
-                self.write(cut(f"  {mark} {'  ' * line.depth}{line.text}", 160))
+                host.write(cut(f"  {mark} {'  ' * line.depth}{line.text}", 160))
                 if line.reason:
-                    self.write(f"         {'  ' * line.depth}^ {line.reason}")
+                    host.write(f"         {'  ' * line.depth}^ {line.reason}")
 
-    def _entry_locals_of(self: "Session", frame: types.FrameType) -> dict:
+    def do_cache(self, arg: str) -> None:
+        """cache [FUNC]
+        The cache entries of the selected frame's function (or FUNC): compile id,
+        the graphs and resume functions its code calls, guard count, backend.
+        Most recently used first, as dynamo tries them."""
+        host = self.host
+        if arg.strip():
+            originals = self._originals_named(arg.strip())
+        else:
+            entry = self._selected_entry()
+            if entry.original is None:
+                raise CommandError(f"{entry.label()} was never compiled: it has no cache entries")
+            originals = [entry.original]
+        for original in originals:
+            entries = guards.cache_entries(original)
+            host.write(f"{original.co_name} ({original.co_filename}:{original.co_firstlineno}): "
+                       f"{len(entries)} cache entr{'y' if len(entries) == 1 else 'ies'}")
+            running = host.frame.f_code
+            for e in entries:
+                marker = "->" if e.code is running else "  "
+                called = [readable(g) for g in e.graphs] + [
+                    readable(r, host.frame.f_globals) for r in e.resume_functions]
+                host.write(f"{marker} [{e.compile_id}]  guards {e.guard_count}  "
+                           f"backend {e.backend or '?'}  calls {', '.join(called) or 'nothing'}")
+
+    def _selected_entry(self) -> GeneratedCode:
+        entry = self.host.engine.entry_for(self.host.frame.f_code)
+        if entry is None:
+            raise CommandError("the selected frame is not dynamo-generated code")
+        return entry
+
+    def _originals_named(self, name: str) -> list[types.CodeType]:
+        found: dict[int, types.CodeType] = {}
+        for entry in self.host.engine.registry.entries():
+            if entry.original is not None and name in (entry.function, entry.qualname):
+                found[id(entry.original)] = entry.original
+        if not found:
+            raise CommandError(f"no compiled function named {name!r} (yet)")
+        return list(found.values())
+
+    def _entry_locals_of(self, frame: types.FrameType) -> dict:
         """The inputs the guards saw: the frame's arguments when it started."""
-        assert self.stop is not None
-        if frame is self.stop.frame and self.stop.entry_locals is not None:
-            return self.stop.entry_locals
-        return dict(self.frame_locals(frame))
+        stop = self.host.stop
+        assert stop is not None
+        if frame is stop.frame and stop.entry_locals is not None:
+            return stop.entry_locals
+        return dict(self.host.frame_locals(frame))
 
-    def entry_explanation(self: "Session") -> str | None:
+    def entry_explanation(self) -> str | None:
         """`running cache entry [0/1]; [0/0] rejected: <guard failure>` for a new frame."""
-        stop = self.stop
+        stop = self.host.stop
         if stop is None or stop.entry.original is None or stop.entry_locals is None:
             return None
         explained = guards.explain_entry(stop.entry.original, stop.entry.code, stop.entry_locals)

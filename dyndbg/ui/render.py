@@ -6,6 +6,7 @@ import types
 from typing import Callable
 
 from dyndbg.cpython import call_site, returned_value
+from dyndbg.dynamo.names import readable
 from dyndbg.engine.codeinfo import CodeInfo, Instr
 from dyndbg.engine.stop import Stop, TraceEvent, TraceKind
 from dyndbg.ui.values import cut, summarize, type_name
@@ -20,6 +21,12 @@ Rename = Callable[[str], str]
 
 def _same(text: str) -> str:
     return text
+
+
+def renamer(frame: types.FrameType) -> Rename:
+    """Names dynamo's globals by what they are (graph 2, torch.nn, ...)."""
+    module_globals = frame.f_globals
+    return lambda text: readable(text, module_globals)
 
 
 def instruction_text(instr: Instr, rename: Rename = _same) -> str:

@@ -1,37 +1,39 @@
 """The command loop at a stop: reading lines, telling commands from Python,
-`;;` chaining, repeating the last command on an empty line.
-"""
+`;;` chaining, repeating the last command on an empty line. The session is the
+Host (host.py) of the command families, each in a module of its own."""
 from __future__ import annotations
 
 import ast
 import collections
-import pprint
 import sys
 import types
 from typing import TYPE_CHECKING, Callable, TextIO
 
-from dyndbg.dynamo.names import readable
 from dyndbg.engine.stop import Stop, StopReason, TraceEvent
 from dyndbg.ownframes import is_own_frame
-from dyndbg.timelimit import time_limit
 from dyndbg.ui import boundaries, render
-from dyndbg.ui.commands import CommandError, Commands
+from dyndbg.ui.breakpoint_commands import BreakpointCommands
 from dyndbg.ui.dynamo_commands import DynamoCommands
+from dyndbg.ui.host import Family, Reader
+from dyndbg.ui.looking import LookingCommands
+from dyndbg.ui.parsing import CommandError, expand_aliases, leading_word, split_commands
 from dyndbg.ui.reader import ScriptedReader, TerminalReader, is_terminal, printable
+from dyndbg.ui.running import RunningCommands
+from dyndbg.ui.session_commands import SessionCommands
 from dyndbg.ui.style import Highlighter, wants_color
 from dyndbg.ui.terminal import PromptReader
-from dyndbg.ui.values import cut, safe_repr
+from dyndbg.ui.values import safe_repr
 
-DISPLAY_SECONDS = 2.0
-DISPLAY_WIDTH = 240
 # Commands that would run the program: post mortem, c and q end the session, the rest refuse.
 RUNNING_COMMANDS = {"step", "next", "return", "until", "continue", "quit"}
+# pdb's `?` for help: a name no `do_` method can have.
+SPELLINGS = {"?": "help"}
 
 if TYPE_CHECKING:
     from dyndbg.engine.debugger import Engine
 
 
-class Session(Commands, DynamoCommands):
+class Session:
     prompt = "(dyndbg) "
 
     def __init__(self, out: TextIO, commands: list[str] | None = None,
@@ -43,9 +45,19 @@ class Session(Commands, DynamoCommands):
         self.color = terminal and (terminal_io is not None or wants_color(out, no_color))
         self.highlighter = Highlighter(self.color)
         self.sticky = False
-        self.reader: ScriptedReader | TerminalReader | PromptReader
+        # The families, in help order; the session talks to the ones named here.
+        self.running = RunningCommands(self)
+        self.breaking = BreakpointCommands(self)
+        self.dynamo = DynamoCommands(self)
+        self.looking = LookingCommands(self)
+        self.settings = SessionCommands(self)
+        self.families: tuple[Family, ...] = (self.running, self.breaking, self.dynamo,
+                                             self.looking, self.settings)
+        self.reader: Reader
         if self.color:
-            self.reader = PromptReader(self, self.write, *(terminal_io or (None, None)))
+            from dyndbg.ui.completion import DebuggerCompleter  # loads prompt-toolkit
+            self.reader = PromptReader(self.write, DebuggerCompleter(self), self.toolbar_text,
+                                       *(terminal_io or (None, None)))
         elif terminal:
             self.reader = TerminalReader(self.write)
         else:
@@ -53,17 +65,12 @@ class Session(Commands, DynamoCommands):
         self.pending: list[str] = list(commands or [])
         self.engine: "Engine"  # set by the caller once the engine exists
         self.last_command = ""
-        self.user_aliases: dict[str, str] = {}  # `alias NAME COMMAND`
-        self.displays: dict[int, str] = {}
-        self._next_display = 1
         self._greeted = False
         self._resumed = False
         self.stop: Stop | None = None
         self.frames: list[types.FrameType] = []
         self.selected = 0
         self._locals: dict[int, dict] = {}
-        self._list_next: int | None = None
-        self._graph_call: boundaries.GraphCall | None = None  # to show its outputs next stop
 
     # -- output ---------------------------------------------------------------------
     def write(self, text: str = "") -> None:
@@ -85,7 +92,7 @@ class Session(Commands, DynamoCommands):
     def trace(self, event: TraceEvent) -> None:
         """A line of `trace on`, written and flushed before the instruction
         runs: the last one shown names the culprit of a hard crash."""
-        self.write(render.trace_line(event, self.renamer(event.frame)))
+        self.write(render.trace_line(event, render.renamer(event.frame)))
 
     def error(self, text: str) -> None:
         self.write(f"*** {text}")
@@ -97,7 +104,7 @@ class Session(Commands, DynamoCommands):
             self._frame_list(stop.frame)
         self.selected = len(self.frames) - 1
         self._locals = {}
-        self._list_next = None
+        self.looking.new_stop()
         self._resumed = False
         if not self._greeted:
             self._greeted = True
@@ -141,23 +148,23 @@ class Session(Commands, DynamoCommands):
                        f"{stop.instr.opname} in {stop.entry.label()}; {ending}")
         if self.sticky:
             self.print_sticky(stop)
-        self.write(render.location(stop, self.renamer(stop.frame), self.highlighter.python))
+        self.write(render.location(stop, render.renamer(stop.frame), self.highlighter.python))
         self.write("  " + render.stack_brief(stop.stack, stop.stack_note))
         if stop.first_in_frame and stop.exception is None:
-            explanation = self.entry_explanation()
+            explanation = self.dynamo.entry_explanation()
             if explanation:
                 self.write(f"  {explanation}")
-        if self._graph_call is not None:
-            for line in boundaries.graph_outputs(self._graph_call, stop):
+        if self.dynamo.graph_call is not None:
+            for line in boundaries.graph_outputs(self.dynamo.graph_call, stop):
                 self.write(line)
-        lines, self._graph_call = boundaries.call_view(stop)
+        lines, self.dynamo.graph_call = boundaries.call_view(stop)
         what = render.effect(stop)
         if what and not lines:
             # At an exception stop the instruction has already run (and failed).
             self.write(f"  {'failed' if stop.exception is not None else 'next'}: {what}")
         for line in lines:
             self.write(line)
-        self.show_displays()
+        self.looking.show_displays()
 
     def print_sticky(self, stop: Stop) -> None:
         """pdb++'s sticky mode: the code, the stack, the locals and the source together."""
@@ -166,11 +173,11 @@ class Session(Commands, DynamoCommands):
         current = stop.instr.index
         offsets = self.engine.breakpoints.at_code(stop.entry, stop.info)
         for line in render.disassembly(stop.info, current - 6, current + 6, current, offsets,
-                                       self.renamer(stop.frame)):
+                                       render.renamer(stop.frame)):
             self.write(self.highlighter.disassembly_line(line))
         for line in render.stack_lines(stop.stack, stop.stack_note):
             self.write(line)
-        self.do_locals("")
+        self.looking.do_locals("")
         self.write("-" * 40)
 
     def toolbar_text(self) -> str:
@@ -179,26 +186,15 @@ class Session(Commands, DynamoCommands):
         if stop is None:
             return ""
         depth = "?" if stop.stack is None else str(len(stop.stack))
-        count = len(self.visible_breakpoints())
+        count = len(self.breaking.visible_breakpoints())
         return (f" {stop.entry.label()} | instr {stop.instr.index}/{len(stop.info)} | "
                 f"stack {depth} | {count} breakpoint{'s' if count != 1 else ''} | "
                 f"{self.engine.mode.kind.value}{' | sticky' if self.sticky else ''} ")
 
     def command_names(self) -> list[str]:
-        return ([n[3:] for n in dir(self) if n.startswith("do_")] + list(self.ALIASES)
-                + list(self.user_aliases))
-
-    def show_displays(self) -> None:
-        for number, expression in self.displays.items():
-            self.write(f"{number}: {expression} = {self._display_value(expression)}")
-
-    def _display_value(self, expression: str) -> str:
-        try:
-            with time_limit(DISPLAY_SECONDS):
-                value = self.evaluate(expression)
-            return cut(safe_repr(value), DISPLAY_WIDTH)  # shown at every stop: bounded
-        except Exception as error:  # noqa: BLE001 - user code, a timeout included
-            return f"<{type(error).__name__}: {error}>"
+        """What the prompt completes: every command and alias of pdb's, and the user's."""
+        return ([n[3:] for family in self.families for n in dir(family) if n.startswith("do_")]
+                + list(SPELLINGS) + list(self.settings.aliases))
 
     # -- frames -------------------------------------------------------------------------
     @staticmethod
@@ -212,12 +208,6 @@ class Session(Commands, DynamoCommands):
             frames.append(current)
             current = current.f_back
         return frames[::-1]
-
-    @staticmethod
-    def renamer(frame: types.FrameType) -> Callable[[str], str]:
-        """Names dynamo's globals by what they are (graph 2, torch.nn, ...)."""
-        module_globals = frame.f_globals
-        return lambda text: readable(text, module_globals)
 
     @property
     def frame(self) -> types.FrameType:
@@ -282,23 +272,6 @@ class Session(Commands, DynamoCommands):
         if value is not None:
             self.write(safe_repr(value))
 
-    def print_value(self, expression: str, pretty: bool) -> None:
-        if not expression.strip():
-            self.error("usage: p EXPRESSION")
-            return
-        try:
-            value = self.evaluate(expression)
-        except Exception as error:  # noqa: BLE001
-            self.error(f"{type(error).__name__}: {error}")
-            return
-        if pretty:
-            try:
-                self.write(pprint.pformat(value))
-            except Exception as error:  # noqa: BLE001
-                self.error(f"pformat failed: {type(error).__name__}: {error}")
-        else:
-            self.write(safe_repr(value))
-
     # -- parsing ---------------------------------------------------------------------------
     def onecmd(self, line: str) -> None:
         if not line.strip():
@@ -307,9 +280,10 @@ class Session(Commands, DynamoCommands):
                 return
         else:
             self.last_command = line
-        line = self.split_commands(line)
+        line = self._split(line)
         try:
-            line = self.expand_aliases(line)
+            line = expand_aliases(line, self.settings.aliases,
+                                  lambda name: self.command(name) is not None, self._queue)
             self._dispatch(line.strip())
         except CommandError as error:
             self.error(str(error))
@@ -320,12 +294,12 @@ class Session(Commands, DynamoCommands):
         if line.startswith("!"):
             self.run_python(line[1:])
             return
-        word = _leading_word(line)
+        word = leading_word(line)
         command = self.command(word)
         if command is None or (line != word and self._is_python(line, word)):
             self.run_python(line)
             return
-        name = self.ALIASES.get(word, word)
+        name = command.__name__[3:]  # an alias is the same function: `c` is continue
         if self.stop is not None and self.stop.reason is StopReason.POST_MORTEM and \
                 name in RUNNING_COMMANDS:
             if name not in ("continue", "quit"):
@@ -350,15 +324,27 @@ class Session(Commands, DynamoCommands):
         return word in self.frame_locals() or word in self.frame.f_globals
 
     def command(self, word: str) -> Callable[[str], None] | None:
-        name = self.ALIASES.get(word, word)
-        return getattr(self, f"do_{name}", None) if name else None
+        """The `do_` method WORD names (pdb's aliases included), or None."""
+        name = SPELLINGS.get(word, word)
+        if not name:
+            return None
+        for family in self.families:
+            found = getattr(family, f"do_{name}", None)
+            if found is not None:
+                return found
+        return None
+
+    def _split(self, line: str) -> str:
+        """The line up to its first ';;'; the rest is queued to run next."""
+        line, rest = split_commands(line)
+        if rest is not None:
+            self._queue(rest)
+        return line
+
+    def _queue(self, line: str) -> None:
+        """Run LINE next, before what was queued earlier."""
+        self.pending.insert(0, line)
 
     def resume(self) -> None:
         self._resumed = True
 
-
-def _leading_word(line: str) -> str:
-    end = 0
-    while end < len(line) and (line[end].isalnum() or line[end] == "_"):
-        end += 1
-    return line[:end]

@@ -7,9 +7,8 @@ import os
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
+    from prompt_toolkit.completion import Completer
     from prompt_toolkit.history import History
-
-    from dyndbg.ui.session import Session
 
 DEFAULT_HISTORY = "~/.dyndbg_history"
 
@@ -37,17 +36,17 @@ def open_history(write: Callable[[str], None]) -> "History":
 class PromptReader:
     interactive = True
 
-    def __init__(self, session: "Session", write: Callable[[str], None],
-                 input=None, output=None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, write: Callable[[str], None], completer: "Completer",
+                 toolbar: Callable[[], str], input=None, output=None) -> None:  # type: ignore[no-untyped-def]
+        """toolbar: the bottom line's text, asked for at each redraw."""
         from prompt_toolkit import PromptSession
         from prompt_toolkit.lexers import PygmentsLexer
         from pygments.lexers.python import PythonLexer
 
-        from dyndbg.ui.completion import DebuggerCompleter
         self.write = write
         self.prompt_session: PromptSession[str] = PromptSession(
-            history=open_history(write), completer=DebuggerCompleter(session),
-            lexer=PygmentsLexer(PythonLexer), bottom_toolbar=session.toolbar_text,
+            history=open_history(write), completer=completer,
+            lexer=PygmentsLexer(PythonLexer), bottom_toolbar=toolbar,
             complete_while_typing=False, input=input, output=output)
 
     def read(self, prompt: str) -> str | None:

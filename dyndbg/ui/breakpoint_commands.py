@@ -1,0 +1,233 @@
+"""The breakpoint commands: break, tbreak, catch, clear, disable, enable,
+condition, ignore; and the completion of their locations."""
+from __future__ import annotations
+
+import os
+
+from dyndbg.cpython import SILENT_OPNAMES
+from dyndbg.dynamo.names import GRAPH_NAME, graph_number
+from dyndbg.engine.breakpoints import Breakpoint
+from dyndbg.engine.targets import CatchTarget, InstructionTarget, LineTarget, Target
+from dyndbg.ui.host import Host
+from dyndbg.ui.parsing import (CommandError, InstructionSpec, Place, check_condition,
+                               parse_int, parse_location, parse_numbers, split_condition)
+
+CATCH_EVENTS = ("compile", "recompile", "graph-break", "exception")
+
+
+class BreakpointCommands:
+    title = "breakpoints"
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+
+    # -- locations ------------------------------------------------------------------------
+    def _target(self, spec: str) -> Target:
+        """A location, with INDEX and @OFFSET resolved in the selected frame's code
+        (the stopped frame's unless another generated frame is selected)."""
+        host = self.host
+        stop = host.stop
+        assert stop is not None
+        location = parse_location(spec)
+        if not isinstance(location, InstructionSpec):
+            return location
+        info, entry = stop.info, stop.entry
+        selected = host.frame
+        if selected is not stop.frame and host.engine.registry.is_generated(selected.f_code):
+            entry = host.engine.entry_for(selected.f_code)  # type: ignore[assignment]
+            info = host.engine.info_for(entry)
+        if location.place is Place.OFFSET:
+            offset = location.number
+            instr = info.at_offset(offset)
+            if instr is None:
+                raise CommandError(f"no instruction starts at offset {offset} in {entry.label()}")
+            if instr.opname in SILENT_OPNAMES:
+                raise CommandError(f"@{offset} ({instr.opname}) runs before tracing starts")
+            return InstructionTarget(entry.code, offset, instr.index, entry.label())
+        index = location.number
+        if not 0 <= index < len(info):
+            raise CommandError(f"instruction index out of range (0..{len(info) - 1})")
+        instr = info.instructions[index]
+        if instr.opname in SILENT_OPNAMES:
+            raise CommandError(f"instruction {index} ({instr.opname}) runs before tracing "
+                               f"starts; use {index + 1}")
+        return InstructionTarget(entry.code, instr.offset, index, entry.label())
+
+    def _resolution(self, bp: Breakpoint) -> str:
+        """`resolved: ...` or `pending: ...`, from the generated code seen so far."""
+        engine = self.host.engine
+        target = bp.target
+        if isinstance(target, InstructionTarget):
+            return ""
+        labels = [entry.label() for entry in engine.registry.entries()
+                  if target.offsets(entry, engine.info_for(entry))]
+        if labels:
+            more = f" (+{len(labels) - 3} more)" if len(labels) > 3 else ""
+            return "resolved: in " + ", ".join(labels[:3]) + more
+        if isinstance(target, LineTarget):
+            if not os.path.exists(target.filename) and not any(
+                    target.file_matches(e.code.co_filename) for e in engine.registry.entries()):
+                return "pending: no such file seen yet"
+            return ("pending: no generated instruction for that line yet; lines captured "
+                    "inside a graph have none, their graph-break line does")
+        return "pending: no matching code compiled yet"
+
+    def visible_breakpoints(self) -> list[Breakpoint]:
+        """The user's, and breakpoint 0 (torch's markers) once code has markers."""
+        engine = self.host.engine
+        has_markers = engine.registry.has_markers
+        return [bp for bp in engine.breakpoints if bp.number or has_markers]
+
+    def _list_breakpoints(self) -> None:
+        shown = self.visible_breakpoints()
+        if not shown:
+            self.host.write("No breakpoints.")
+            return
+        self.host.write("Num  Type   State     Where")
+        for bp in shown:
+            self.host.write(bp.describe(self._resolution(bp)))
+
+    def _add_breakpoint(self, arg: str, temporary: bool) -> None:
+        if not arg.strip():
+            self._list_breakpoints()
+            return
+        spec, condition = split_condition(arg)
+        target = self._target(spec)
+        bp = self.host.engine.breakpoints.add(target, temporary, condition)
+        kind = "Temporary breakpoint" if temporary else "Breakpoint"
+        resolution = self._resolution(bp)
+        self.host.write(f"{kind} {bp.number} at {target.describe()}"
+                        + (f" ({resolution})" if resolution else ""))
+
+    def _breakpoints_named(self, arg: str) -> list[Breakpoint]:
+        found = []
+        for number in parse_numbers(arg):
+            bp = self.host.engine.breakpoints.get(number)
+            if bp is None:
+                raise CommandError(f"no breakpoint number {number}")
+            found.append(bp)
+        return found
+
+    # -- the commands -------------------------------------------------------------------
+    def do_break(self, arg: str) -> None:
+        """b(reak) [LOCATION] [, CONDITION]
+        LOCATION is one of:
+          INDEX, @OFFSET        an instruction of the current code object
+          FILE:LINE             where generated code enters that source line
+          graph N, __compiled_fn_N[_uuid], __compiled_fn_*
+                                the call of a compiled graph, from any frame
+          resume, torch_dynamo_resume_in_f*, __resume_at_*
+                                entry to resume functions
+          FUNC, Class.method, module.FUNC
+                                entry to the transformed code of a function
+        Names may be globs and may name code not compiled yet: the breakpoint
+        stays pending until dynamo compiles it. With no argument, list
+        breakpoints with their state, condition and hit count."""
+        self._add_breakpoint(arg, temporary=False)
+
+    do_b = do_break
+
+    def complete_break(self, text: str) -> list[str] | None:
+        """The names `break` accepts, from the code dynamo has generated so far;
+        None where TEXT is a file name (the completer completes paths)."""
+        if "/" in text or text.endswith(".py") or text.startswith("."):
+            return None
+        targets: set[str] = {"resume"}
+        for entry in self.host.engine.registry.entries():
+            targets.add(entry.function)
+            if entry.qualname != entry.function:
+                targets.add(entry.qualname)
+            for name in entry.code.co_names:
+                if GRAPH_NAME.fullmatch(name):
+                    targets.add(f"graph {graph_number(name)}")
+                    targets.add(name)
+        return sorted(targets)
+
+    # as pdb: the commands that take a location complete one
+    complete_b = complete_tbreak = complete_cl = complete_clear = complete_break
+
+    def do_tbreak(self, arg: str) -> None:
+        """tbreak [LOCATION] [, CONDITION]
+        A breakpoint deleted after its first stop (locations as for break)."""
+        self._add_breakpoint(arg, temporary=True)
+
+    def do_catch(self, arg: str) -> None:
+        """catch compile | recompile | graph-break | exception
+        Stop at the first run of each newly compiled code object (compile),
+        of each recompilation, with the guard failures that caused it
+        (recompile), where a frame leaves its graph for a resume function
+        (graph-break), or at every exception raised in generated code
+        (exception; without it, exceptions stop only in frames being stepped
+        or holding a breakpoint). Listed, disabled and cleared like breakpoints."""
+        event = arg.strip()
+        if event not in CATCH_EVENTS:
+            raise CommandError("usage: catch compile | recompile | graph-break | exception")
+        engine = self.host.engine
+        bp = engine.breakpoints.add(CatchTarget(event, since=engine.registry.count()))
+        self.host.write(f"Catchpoint {bp.number} ({event})")
+
+    def do_clear(self, arg: str) -> None:
+        """cl(ear) [N ... | FILE:LINE]
+        Delete the numbered breakpoints, those at FILE:LINE, or all of them."""
+        table = self.host.engine.breakpoints
+        if not arg.strip():
+            numbers = [bp.number for bp in self.visible_breakpoints()]
+        elif ":" in arg:
+            target = self._target(arg)
+            numbers = [bp.number for bp in table if isinstance(bp.target, LineTarget)
+                       and bp.target.describe() == target.describe()]
+            if not numbers:
+                raise CommandError(f"no breakpoint at {arg.strip()}")
+        else:
+            numbers = [bp.number for bp in self._breakpoints_named(arg)]
+        for number in numbers:
+            table.delete(number)
+            self.host.write(f"Deleted breakpoint {number}")
+        if not numbers:
+            self.host.write("No breakpoints.")
+
+    do_cl = do_clear
+
+    def _set_enabled(self, arg: str, enabled: bool) -> None:
+        if not arg.strip():
+            raise CommandError("usage: enable|disable N [N ...]")
+        for bp in self._breakpoints_named(arg):
+            bp.enabled = enabled
+            self.host.write(f"{'Enabled' if enabled else 'Disabled'} breakpoint {bp.number}")
+        self.host.engine.breakpoints.changed()
+
+    def do_disable(self, arg: str) -> None:
+        """disable N [N ...]
+        Disable breakpoints (kept, but they do not stop)."""
+        self._set_enabled(arg, False)
+
+    def do_enable(self, arg: str) -> None:
+        """enable N [N ...]
+        Enable breakpoints."""
+        self._set_enabled(arg, True)
+
+    def do_condition(self, arg: str) -> None:
+        """condition N [CONDITION]
+        Stop at breakpoint N only when CONDITION is true; without one, always."""
+        number, _, condition = arg.strip().partition(" ")
+        if not number:
+            raise CommandError("usage: condition N [CONDITION]")
+        bp = self._breakpoints_named(number)[0]
+        condition = condition.strip()
+        if condition:
+            check_condition(condition)
+            bp.condition = condition
+            self.host.write(f"New condition set for breakpoint {bp.number}.")
+        else:
+            bp.condition = None
+            self.host.write(f"Breakpoint {bp.number} is now unconditional.")
+
+    def do_ignore(self, arg: str) -> None:
+        """ignore N COUNT
+        Pass breakpoint N the next COUNT times it is reached."""
+        parts = arg.split()
+        if len(parts) != 2:
+            raise CommandError("usage: ignore N COUNT")
+        bp = self._breakpoints_named(parts[0])[0]
+        bp.ignore = max(0, parse_int(parts[1], "count"))
+        self.host.write(f"Will ignore next {bp.ignore} crossings of breakpoint {bp.number}.")

@@ -1,0 +1,63 @@
+"""What the command families, the completer and the settings commands may ask
+of the session that holds them (the session is the one implementation). They
+talk to this, never to the session's own fields, and do not import it."""
+from __future__ import annotations
+
+import collections
+import types
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
+
+if TYPE_CHECKING:
+    from dyndbg.engine.debugger import Engine
+    from dyndbg.engine.stop import Stop
+    from dyndbg.ui.style import Highlighter
+
+
+class Reader(Protocol):
+    """Where command lines come from (reader.py, terminal.py, distributed.py)."""
+    interactive: bool
+
+    def read(self, prompt: str) -> str | None: ...
+
+
+class Family(Protocol):
+    """A command family: `do_*` methods (help: their docstrings) under a title."""
+    title: str
+
+
+class Host(Protocol):
+    # the stop being looked at, and the frame selected in it (`up`, `down`)
+    stop: Stop | None
+    frames: list[types.FrameType]
+    selected: int
+
+    @property
+    def frame(self) -> types.FrameType: ...
+    def frame_locals(self, frame: types.FrameType | None = None) -> dict: ...
+    def frame_stack(self) -> tuple[list[object] | None, str]: ...
+    def namespace(self) -> collections.ChainMap: ...
+    def evaluate(self, expression: str) -> object: ...
+
+    # running: the engine's resume modes and tables; resume() ends the prompt loop
+    engine: Engine
+
+    def resume(self) -> None: ...
+
+    # output
+    highlighter: Highlighter
+
+    def write(self, text: str = "") -> None: ...
+
+    # the session's own settings (`sticky`, `set`)
+    sticky: bool
+    color: bool   # colour is possible at all (a terminal, no NO_COLOR)
+    reader: Reader
+
+    def print_sticky(self, stop: Stop) -> None: ...
+
+    # the commands: the families in help order, and lookup as the prompt does it
+    @property
+    def families(self) -> Sequence[Family]: ...
+
+    def command(self, word: str) -> Callable[[str], None] | None: ...
+    def command_names(self) -> list[str]: ...

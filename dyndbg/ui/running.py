@@ -1,0 +1,80 @@
+"""The commands that run the program: step, next, return, until, continue, quit."""
+from __future__ import annotations
+
+import types
+
+from dyndbg.ui.host import Host
+from dyndbg.ui.parsing import CommandError, parse_count, parse_int
+
+
+class RunningCommands:
+    title = "running"
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+
+    def do_step(self, arg: str) -> None:
+        """s(tep) [N]
+        Run the next instruction (N instructions), stopping in any dynamo-generated
+        frame, including one that the current instruction calls."""
+        self.host.engine.set_step(parse_count(arg, "step count"))
+        self.host.resume()
+
+    do_s = do_step
+
+    def do_next(self, arg: str) -> None:
+        """n(ext) [N]
+        Run to the next instruction of this frame (N instructions); calls run
+        through. When the frame returns, stop at the next generated instruction."""
+        count = parse_count(arg, "step count")
+        self.host.engine.set_next(self._stopped_frame(), count)
+        self.host.resume()
+
+    do_n = do_next
+
+    def do_return(self, arg: str) -> None:
+        """r(eturn)
+        Run until this frame's return instruction; step again to stop in the caller."""
+        self.host.engine.set_return(self._stopped_frame())
+        self.host.resume()
+
+    do_r = do_return
+
+    def do_until(self, arg: str) -> None:
+        """unt(il) [INDEX]
+        Run until an instruction of this frame with an index greater than the
+        current one (past a loop), or at least INDEX; or until the frame returns."""
+        stop = self.host.stop
+        assert stop is not None
+        index = stop.instr.index + 1
+        if arg:
+            index = parse_int(arg, "instruction index")
+            if not 0 <= index < len(stop.info):
+                raise CommandError(f"instruction index out of range (0..{len(stop.info) - 1})")
+        self.host.engine.set_until(self._stopped_frame(), index)
+        self.host.resume()
+
+    do_unt = do_until
+
+    def do_continue(self, arg: str) -> None:
+        """c(ont(inue))
+        Run until a breakpoint or an exception in generated code."""
+        self.host.engine.set_continue()
+        self.host.resume()
+
+    do_c = do_cont = do_continue
+
+    def do_quit(self, arg: str) -> None:
+        """q(uit)
+        End the program, as pdb does."""
+        self.host.write("dyndbg: quitting")
+        self.host.engine.quit()
+
+    do_q = do_exit = do_quit
+
+    def _stopped_frame(self) -> types.FrameType:
+        stop = self.host.stop
+        assert stop is not None
+        if self.host.frame is not stop.frame:
+            self.host.write("(stepping from the frame where execution stopped, not the selected one)")
+        return stop.frame

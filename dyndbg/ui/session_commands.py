@@ -1,0 +1,142 @@
+"""The commands about the session itself: pdb's aliases, sticky mode, the
+options of `set`, and help, which pdb-like comes from the `do_*` docstrings
+(first line: usage)."""
+from __future__ import annotations
+
+import inspect
+from typing import Callable
+
+from dyndbg.ui import values
+from dyndbg.ui.host import Host
+from dyndbg.ui.parsing import CommandError, check_alias_body, parse_int
+
+
+def commands_of(family: object) -> list[Callable[[str], None]]:
+    """A family's commands in the order they are written; an alias (`do_b =
+    do_break`) is the same function and is listed once, under its own name."""
+    return [getattr(family, name) for name, function in vars(type(family)).items()
+            if name.startswith("do_") and getattr(function, "__name__", None) == name]
+
+
+def usage(command: Callable[[str], None]) -> str:
+    """`b(reak)`: the first word of the docstring's first line."""
+    return (command.__doc__ or "").splitlines()[0].split(" ")[0]
+
+
+def command_help(doc: str) -> list[str]:
+    """One command's help: the usage line, then the rest indented by two with
+    its own indentation kept, as pdb's (break's table of locations)."""
+    first, *rest = inspect.cleandoc(doc).splitlines()
+    return [first] + [f"  {line}" if line.strip() else "" for line in rest]
+
+
+class SessionCommands:
+    title = "other"
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self.aliases: dict[str, str] = {}   # `alias NAME COMMAND`
+        self.vi = False
+
+    # -- aliases (pdb's) ---------------------------------------------------------------------------
+    def do_alias(self, arg: str) -> None:
+        """alias [NAME [COMMAND]]
+        Make NAME run COMMAND: in COMMAND, %1..%9 are replaced by the words
+        after NAME and %* by all of them. Aliases apply to the first word of
+        a line, again while it is an alias, and may hide a command; COMMAND
+        may hold ';;'. 'alias NAME' shows one alias, 'alias' all of them."""
+        words = arg.split()
+        if not words:
+            if not self.aliases:
+                self.host.write("No aliases.")
+            for name in sorted(self.aliases):
+                self.host.write(f"{name} = {self.aliases[name]}")
+            return
+        name = words[0]
+        if len(words) == 1:
+            if name not in self.aliases:
+                raise CommandError(f"no alias {name!r}")
+            self.host.write(f"{name} = {self.aliases[name]}")
+            return
+        if name in ("alias", "unalias"):
+            raise CommandError(f"{name!r} cannot be an alias (it could not be undone)")
+        body = arg.strip()[len(name):].strip()
+        check_alias_body(body)
+        self.aliases[name] = body
+
+    def do_unalias(self, arg: str) -> None:
+        """unalias NAME
+        Delete the alias NAME."""
+        words = arg.split()
+        if len(words) != 1:
+            raise CommandError("usage: unalias NAME")
+        if self.aliases.pop(words[0], None) is None:
+            raise CommandError(f"no alias {words[0]!r}")
+
+    # -- settings --------------------------------------------------------------------------------
+    def do_sticky(self, arg: str) -> None:
+        """sticky
+        Toggle sticky mode: at every stop, show the instructions around the
+        current one, the value stack and the locals together (as pdb++)."""
+        host = self.host
+        host.sticky = not host.sticky
+        host.write(f"sticky mode {'on' if host.sticky else 'off'}")
+        if host.sticky and host.stop is not None:
+            host.print_sticky(host.stop)
+
+    def do_set(self, arg: str) -> None:
+        """set [OPTION [on|off|VALUE]]
+        Options: vi (Vi keys at the prompt; off means Emacs keys), sticky,
+        color, width (characters of a value shown in summaries).
+        With no argument, show the options."""
+        host = self.host
+        words = arg.split()
+        if not words:
+            host.write(f"vi {'on' if self.vi else 'off'}, "
+                       f"sticky {'on' if host.sticky else 'off'}, "
+                       f"color {'on' if host.highlighter.enabled else 'off'}, "
+                       f"width {values.width()}")
+            return
+        option, value = words[0], (words[1] if len(words) > 1 else "on")
+        if option == "width":
+            values.set_width(parse_int(value, "width"))
+        elif value not in ("on", "off"):
+            raise CommandError(f"set {option} takes on or off")
+        elif option in ("vi", "emacs"):
+            on = (value == "on") == (option == "vi")
+            set_vi = getattr(host.reader, "set_vi", None)
+            if set_vi is None:
+                raise CommandError("vi keys need the terminal prompt (not in plain mode)")
+            set_vi(on)
+            self.vi = on
+        elif option == "sticky":
+            host.sticky = value == "on"
+        elif option == "color":
+            if value == "on" and not host.color:
+                raise CommandError("colour needs a terminal (and no NO_COLOR or --no-color)")
+            host.highlighter.enabled = value == "on"
+        else:
+            raise CommandError(f"unknown option {option!r} (vi, sticky, color, width)")
+        host.write(f"{option} {value}")
+
+    # -- help -------------------------------------------------------------------------------------
+    def do_help(self, arg: str) -> None:
+        """h(elp) [COMMAND]
+        List the commands, or show one command's help."""
+        host = self.host
+        name = arg.strip()
+        if name:
+            command = host.command(name)
+            if command is None or not command.__doc__:
+                raise CommandError(f"no help for {name!r}")
+            for line in command_help(command.__doc__):
+                host.write(line)
+            return
+        host.write("Commands (type 'help COMMAND' for one):")
+        for family in host.families:
+            host.write(f"  {family.title:<12} " + ", ".join(usage(c) for c in commands_of(family)))
+        host.write("Anything else is Python, run in the selected frame "
+                   "(__stack__ is the value stack); '!' forces Python.")
+        host.write("An empty line repeats the last command; ';;' separates commands.")
+
+    do_h = do_help
