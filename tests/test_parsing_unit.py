@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from dyndbg.engine.targets import FunctionTarget, GraphCallTarget, LineTarget, ResumeTarget
-from dyndbg.ui.parsing import (CommandError, InstructionSpec, ListRange, Place, Split,
-                               check_alias_body, expand_aliases, leading_word, parse_count,
-                               parse_int, parse_list_range, parse_location, parse_numbers,
-                               split_commands, split_condition, substitute_alias)
+from dyndbg.ui.parsing import (BreakpointRef, CommandError, InstructionSpec, ListRange, Place,
+                               Split, check_alias_body, expand_aliases, leading_word,
+                               parse_breakpoint_refs, parse_count, parse_int, parse_list_range,
+                               parse_location, parse_numbers, split_commands, split_condition,
+                               substitute_alias)
 
 
 def error_of(function, *args) -> str:  # type: ignore[no-untyped-def]
@@ -54,6 +55,9 @@ def test_split_commands() -> None:
     assert split_commands("p 1") == Split("p 1", None)
     assert split_commands("p 1 ;; p 2 ;; p 3") == Split("p 1", "p 2 ;; p 3")
     assert split_commands("p 1;;p 2") == Split("p 1", "p 2")
+    # nothing after the last ';;' is no command (an empty one would repeat the last, forever)
+    assert split_commands("p 1 ;;") == Split("p 1", None)
+    assert split_commands("p 1 ;;   ") == Split("p 1", None)
     # as pdb: Python lines and alias definitions keep their ';;'
     assert split_commands("!x = 1;; y = 2") == Split("!x = 1;; y = 2", None)
     assert split_commands("  !p 1;;p 2") == Split("  !p 1;;p 2", None)
@@ -167,6 +171,8 @@ def test_parse_location_names(spec: str, expected: object) -> None:
     ("graph", "usage: break graph N"),
     ("graph x", "usage: break graph N"),
     ("graph 1 2", "usage: break graph N"),
+    ("²", "instruction index must be a whole number, not '²'"),
+    ("--5", "instruction index must be a whole number, not '--5'"),
 ])
 def test_parse_location_errors(spec: str, message: str) -> None:
     assert error_of(parse_location, spec) == message
@@ -183,17 +189,50 @@ def test_split_condition() -> None:
     assert split_condition("f,") == ("f", None)
     assert split_condition("f, d[1, 2]") == ("f", "d[1, 2]")   # only the first comma splits
     assert error_of(split_condition, "f, (") == "invalid condition '('"
+    # gdb's form
+    assert split_condition("f if x > 0") == ("f", "x > 0")
+    assert split_condition("torch_dynamo_resume_in_* if n > 2") == ("torch_dynamo_resume_in_*",
+                                                                  "n > 2")
+    assert split_condition("f, a if b else c") == ("f", "a if b else c")   # pdb's form wins
+    assert split_condition("iffy") == ("iffy", None)
+    assert error_of(split_condition, "f if (") == "invalid condition '('"
+
+
+@pytest.mark.parametrize("spec", ["torch_dynamo_resume_in_* n > 2", "__compiled_fn_* x",
+                                  "__resume_at_1 y"])
+def test_a_name_with_spaces_is_refused(spec: str) -> None:
+    # once taken as a glob that never resolves
+    assert error_of(parse_location, spec) == (
+        f"bad breakpoint location {spec!r}: a name has no spaces "
+        "(a condition goes after ',' or 'if')")
+
+
+def test_parse_breakpoint_refs() -> None:
+    assert parse_breakpoint_refs("1 2.1, 3") == [BreakpointRef(1, None), BreakpointRef(2, 1),
+                                                 BreakpointRef(3, None)]
+    assert error_of(parse_breakpoint_refs, "1.x") == \
+        "location number must be a whole number, not 'x'"
+    assert error_of(parse_breakpoint_refs, "a.1") == \
+        "breakpoint number must be a whole number, not 'a'"
 
 
 # -- list ----------------------------------------------------------------------------------------
 def test_parse_list_range() -> None:
-    assert parse_list_range("12") == ListRange(7, 17)
-    assert parse_list_range("2") == ListRange(-3, 7)      # clamped by the caller
-    assert parse_list_range("0, 4") == ListRange(0, 4)
-    assert parse_list_range("5 2") == ListRange(5, 2)
-    assert error_of(parse_list_range, "1 2 3") == "usage: list [INDEX | FIRST, LAST]"
-    assert error_of(parse_list_range, ",") == "usage: list [INDEX | FIRST, LAST]"
-    assert error_of(parse_list_range, "x") == "instruction index must be a whole number, not 'x'"
+    assert parse_list_range("12", 40) == ListRange(7, 17)
+    assert parse_list_range("2", 40) == ListRange(-3, 7)      # clamped by the caller
+    assert parse_list_range(".", 40) == ListRange(35, 45)     # around the current one
+    assert parse_list_range("0, 4", 40) == ListRange(0, 4)
+    assert parse_list_range("5, 5", 40) == ListRange(5, 5)
+    # as pdb: a second number smaller than the first is a count
+    assert parse_list_range("5 2", 40) == ListRange(5, 6)
+    assert parse_list_range("5, 1", 40) == ListRange(5, 5)
+    assert error_of(parse_list_range, "5, 0", 40) == "count must be at least 1"
+    usage = "usage: list [INDEX | . | FIRST, LAST | FIRST, COUNT]"
+    assert error_of(parse_list_range, "1 2 3", 40) == usage
+    assert error_of(parse_list_range, ",", 40) == usage
+    assert error_of(parse_list_range, "x", 40) == "instruction index must be a whole number, not 'x'"
+    assert error_of(parse_list_range, ". 3", 40) == \
+        "instruction index must be a whole number, not '.'"
 
 
 # -- help from the docstrings ---------------------------------------------------------------------
@@ -209,8 +248,9 @@ def test_help_comes_from_the_families_docstrings() -> None:
     assert family.do_c.__func__ is family.do_continue.__func__  # type: ignore[attr-defined]
     assert command_help(family.do_until.__doc__ or "") == [
         "unt(il) [INDEX]",
-        "  Run until an instruction of this frame with an index greater than the",
-        "  current one (past a loop), or at least INDEX; or until the frame returns."]
+        "  Run until an instruction of the selected frame with an index greater",
+        "  than its current one (past a loop), or at least INDEX; or until the",
+        "  frame returns."]
     # a docstring's own indentation is kept under the usage line (break's table)
     assert command_help("""b [X]
         X is one of:

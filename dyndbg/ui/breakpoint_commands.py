@@ -6,11 +6,12 @@ import os
 
 from dyndbg.cpython import SILENT_OPNAMES
 from dyndbg.dynamo.names import GRAPH_NAME, graph_number
-from dyndbg.engine.breakpoints import Breakpoint
+from dyndbg.engine.breakpoints import Breakpoint, Location
 from dyndbg.engine.targets import CatchTarget, InstructionTarget, LineTarget, Target
 from dyndbg.ui.host import Host
 from dyndbg.ui.parsing import (CommandError, InstructionSpec, Place, check_condition,
-                               parse_int, parse_location, parse_numbers, split_condition)
+                               parse_breakpoint_refs, parse_int, parse_location, parse_numbers,
+                               split_condition)
 
 CATCH_EVENTS = ("compile", "recompile", "graph-break", "exception")
 
@@ -86,6 +87,10 @@ class BreakpointCommands:
         self.host.write("Num  Type   State     Where")
         for bp in shown:
             self.host.write(bp.describe(self._resolution(bp)))
+            # gdb's N.M, where one breakpoint stands for several places (or one is off)
+            if len(bp.locations) > 1 or any(not loc.enabled for loc in bp.locations):
+                for loc in bp.locations:
+                    self.host.write(_location_line(bp, loc))
 
     def _add_breakpoint(self, arg: str, temporary: bool) -> None:
         if not arg.strip():
@@ -146,6 +151,14 @@ class BreakpointCommands:
     # as pdb: the commands that take a location complete one
     complete_b = complete_tbreak = complete_cl = complete_clear = complete_break
 
+    def do_info(self, arg: str) -> None:
+        """info breakpoints
+        List breakpoints, as `break` with no argument does (gdb's spelling;
+        `info b` too)."""
+        if arg.strip() not in ("breakpoints", "break", "b"):
+            raise CommandError("usage: info breakpoints")
+        self._list_breakpoints()
+
     def do_tbreak(self, arg: str) -> None:
         """tbreak [LOCATION] [, CONDITION]
         A breakpoint deleted after its first stop (locations as for break)."""
@@ -190,20 +203,32 @@ class BreakpointCommands:
 
     def _set_enabled(self, arg: str, enabled: bool) -> None:
         if not arg.strip():
-            raise CommandError("usage: enable|disable N [N ...]")
-        for bp in self._breakpoints_named(arg):
-            bp.enabled = enabled
-            self.host.write(f"{'Enabled' if enabled else 'Disabled'} breakpoint {bp.number}")
+            raise CommandError("usage: enable|disable N[.M] [N[.M] ...]")
+        changes = []
+        for ref in parse_breakpoint_refs(arg):     # all checked before any changes
+            bp = self._breakpoints_named(str(ref.number))[0]
+            if ref.location is None:
+                changes.append((bp, f"breakpoint {bp.number}"))
+                continue
+            if not 1 <= ref.location <= len(bp.locations):
+                raise CommandError(f"breakpoint {bp.number} has no location {ref.number}."
+                                   f"{ref.location} (it has {len(bp.locations)})")
+            changes.append((bp.locations[ref.location - 1],
+                            f"location {ref.number}.{ref.location}"))
+        for item, name in changes:
+            item.enabled = enabled
+            self.host.write(f"{'Enabled' if enabled else 'Disabled'} {name}")
         self.host.engine.breakpoints.changed()
 
     def do_disable(self, arg: str) -> None:
-        """disable N [N ...]
-        Disable breakpoints (kept, but they do not stop)."""
+        """disable N[.M] [N[.M] ...]
+        Disable breakpoints (kept, but they do not stop); N.M one location of
+        breakpoint N (each place it resolved to, as `b` lists them)."""
         self._set_enabled(arg, False)
 
     def do_enable(self, arg: str) -> None:
-        """enable N [N ...]
-        Enable breakpoints."""
+        """enable N[.M] [N[.M] ...]
+        Enable breakpoints, or one location N.M."""
         self._set_enabled(arg, True)
 
     def do_condition(self, arg: str) -> None:
@@ -231,3 +256,12 @@ class BreakpointCommands:
         bp = self._breakpoints_named(parts[0])[0]
         bp.ignore = max(0, parse_int(parts[1], "count"))
         self.host.write(f"Will ignore next {bp.ignore} crossings of breakpoint {bp.number}.")
+
+
+def _location_line(bp: Breakpoint, location: Location) -> str:
+    """`1.2         enabled   torch_dynamo_resume_in_f_at_10 [1/0]  hit 1 time`"""
+    state = "enabled" if location.enabled else "disabled"
+    text = f"{f'{bp.number}.{location.number}':<12}{state:<9} {location.where}"
+    if location.hits:
+        text += f"  hit {location.hits} time{'s' if location.hits != 1 else ''}"
+    return text

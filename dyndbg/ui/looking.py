@@ -165,9 +165,14 @@ class LookingCommands:
     def _move(self, arg: str, direction: int) -> None:
         host = self.host
         count = parse_int(arg, "frame count") if arg else 1
-        target = host.selected + direction * count
-        if not 0 <= target < len(host.frames):
-            raise CommandError("no frame further " + ("up" if direction < 0 else "down"))
+        if count < 1:
+            raise CommandError("frame count must be at least 1")
+        end = "Oldest frame" if direction < 0 else "Newest frame"   # pdb's words
+        target = min(max(host.selected + direction * count, 0), len(host.frames) - 1)
+        if target == host.selected:
+            raise CommandError(end)
+        if target != host.selected + direction * count:
+            host.write(end)      # as far as it goes
         host.selected = target
         self._list_next = None
         host.write(self._frame_line(host.frame))
@@ -198,11 +203,13 @@ class LookingCommands:
         return entry, info, current
 
     def do_list(self, arg: str) -> None:
-        """l(ist) [INDEX | FIRST, LAST]
-        Instructions around the current one (or INDEX); again to continue."""
+        """l(ist) [INDEX | . | FIRST, LAST | FIRST, COUNT]
+        Instructions around the current one (or INDEX; `.`: the current one
+        again); again to continue. A second number smaller than the first is
+        a count, as in pdb."""
         entry, info, current = self._listing_target()
         if arg.strip():
-            first, last = parse_list_range(arg)
+            first, last = parse_list_range(arg, current or 0)
         elif self._list_next is not None:
             first, last = self._list_next, self._list_next + 10
         else:

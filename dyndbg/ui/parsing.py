@@ -58,7 +58,8 @@ def split_commands(line: str) -> Split:
     if ";;" not in line or line.lstrip().startswith("!") or words[0] == "alias":
         return Split(line, None)
     first, rest = line.split(";;", 1)
-    return Split(first.strip(), rest.strip())
+    # Nothing after the last ';;' is no command (an empty one would repeat the last).
+    return Split(first.strip(), rest.strip() or None)
 
 
 # -- aliases (pdb's) --------------------------------------------------------------------------------
@@ -124,9 +125,32 @@ class InstructionSpec(NamedTuple):
     number: int
 
 
+class BreakpointRef(NamedTuple):
+    """`N` (a breakpoint) or `N.M` (its location M, gdb's numbering)."""
+    number: int
+    location: int | None
+
+
+def parse_breakpoint_refs(arg: str) -> list[BreakpointRef]:
+    """`1 2.1, 3`: breakpoints and locations, in order."""
+    refs = []
+    for part in arg.replace(",", " ").split():
+        number, dot, location = part.partition(".")
+        refs.append(BreakpointRef(parse_int(number, "breakpoint number"),
+                                  parse_int(location, "location number") if dot else None))
+    return refs
+
+
+_GDB_CONDITION = re.compile(r"\s+if\s+")
+
+
 def split_condition(arg: str) -> tuple[str, str | None]:
-    """`LOCATION [, CONDITION]`: the location text and the condition, checked."""
+    """`LOCATION [, CONDITION]` (pdb's) or `LOCATION if CONDITION` (gdb's):
+    the location text and the condition, checked."""
     spec, _, condition = arg.partition(",")
+    gdb = _GDB_CONDITION.search(spec)
+    if gdb is not None and not condition:
+        spec, condition = spec[:gdb.start()], spec[gdb.end():]
     text = condition.strip() or None
     if text is not None:
         check_condition(text)
@@ -148,7 +172,7 @@ def parse_location(spec: str) -> InstructionSpec | Target:
     if spec.startswith("@"):
         return InstructionSpec(Place.OFFSET, parse_int(spec[1:], "instruction offset"))
     if spec.lstrip("-").isdigit():
-        return InstructionSpec(Place.INDEX, int(spec))
+        return InstructionSpec(Place.INDEX, parse_int(spec, "instruction index"))
     if ":" in spec and spec.rpartition(":")[2].strip().isdigit():
         filename, _, line_text = spec.rpartition(":")
         line = int(line_text)
@@ -168,6 +192,9 @@ def named_target(spec: str) -> Target:
         if len(words) != 2 or not (words[1].isdigit() or words[1] == "*"):
             raise CommandError("usage: break graph N")
         return GraphCallTarget("__compiled_fn_*", None if words[1] == "*" else int(words[1]))
+    if len(words) > 1 and not spec.startswith("<resume in "):
+        raise CommandError(f"bad breakpoint location {spec!r}: a name has no spaces "
+                           "(a condition goes after ',' or 'if')")
     if spec.startswith("__compiled_fn"):
         match = GRAPH_NAME.fullmatch(spec)
         if match:  # one graph, by number (the uuid suffix is optional)
@@ -189,13 +216,20 @@ class ListRange(NamedTuple):
     last: int
 
 
-def parse_list_range(arg: str) -> ListRange:
-    """`l INDEX` (five each side) or `l FIRST, LAST`."""
+def parse_list_range(arg: str, current: int) -> ListRange:
+    """`l INDEX` or `l .` (five each side of INDEX, or of the current
+    instruction), `l FIRST, LAST`, or as pdb, `l FIRST, COUNT` where the
+    second number is smaller than the first ("assume it's a count")."""
     parts = arg.replace(",", " ").split()
     if len(parts) == 1:
-        center = parse_int(parts[0], "instruction index")
+        center = current if parts[0] == "." else parse_int(parts[0], "instruction index")
         return ListRange(center - 5, center + 5)
     if len(parts) == 2:
-        return ListRange(parse_int(parts[0], "instruction index"),
-                         parse_int(parts[1], "instruction index"))
-    raise CommandError("usage: list [INDEX | FIRST, LAST]")
+        first = parse_int(parts[0], "instruction index")
+        last = parse_int(parts[1], "instruction index")
+        if last < first:
+            if last < 1:
+                raise CommandError("count must be at least 1")
+            last = first + last - 1
+        return ListRange(first, last)
+    raise CommandError("usage: list [INDEX | . | FIRST, LAST | FIRST, COUNT]")

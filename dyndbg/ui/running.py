@@ -24,34 +24,39 @@ class RunningCommands:
 
     def do_next(self, arg: str) -> None:
         """n(ext) [N]
-        Run to the next instruction of this frame (N instructions); calls run
-        through. When the frame returns, stop at the next generated instruction."""
+        Run to the next instruction of the selected frame (N instructions), as
+        pdb does after `up`; calls run through. When the frame returns, stop at
+        the next generated instruction."""
         count = parse_count(arg, "step count")
-        self.host.engine.set_next(self._stopped_frame(), count)
+        self.host.engine.set_next(self._selected_frame("next"), count)
         self.host.resume()
 
     do_n = do_next
 
     def do_return(self, arg: str) -> None:
         """r(eturn)
-        Run until this frame's return instruction; step again to stop in the caller."""
-        self.host.engine.set_return(self._stopped_frame())
+        Run until the selected frame's return instruction; step again to stop
+        in the caller."""
+        self.host.engine.set_return(self._selected_frame("return"))
         self.host.resume()
 
     do_r = do_return
 
     def do_until(self, arg: str) -> None:
         """unt(il) [INDEX]
-        Run until an instruction of this frame with an index greater than the
-        current one (past a loop), or at least INDEX; or until the frame returns."""
-        stop = self.host.stop
-        assert stop is not None
-        index = stop.instr.index + 1
+        Run until an instruction of the selected frame with an index greater
+        than its current one (past a loop), or at least INDEX; or until the
+        frame returns."""
+        frame = self._selected_frame("until")
+        engine = self.host.engine
+        info = engine.info_for(engine.entry_for(frame.f_code))  # type: ignore[arg-type]
+        current = info.containing(frame.f_lasti)
+        index = (current.index if current is not None else 0) + 1
         if arg:
             index = parse_int(arg, "instruction index")
-            if not 0 <= index < len(stop.info):
-                raise CommandError(f"instruction index out of range (0..{len(stop.info) - 1})")
-        self.host.engine.set_until(self._stopped_frame(), index)
+            if not 0 <= index < len(info):
+                raise CommandError(f"instruction index out of range (0..{len(info) - 1})")
+        engine.set_until(frame, index)
         self.host.resume()
 
     do_unt = do_until
@@ -72,9 +77,12 @@ class RunningCommands:
 
     do_q = do_exit = do_quit
 
-    def _stopped_frame(self) -> types.FrameType:
-        stop = self.host.stop
-        assert stop is not None
-        if self.host.frame is not stop.frame:
-            self.host.write("(stepping from the frame where execution stopped, not the selected one)")
-        return stop.frame
+    def _selected_frame(self, command: str) -> types.FrameType:
+        """The selected frame, which must be generated code: no other frame is
+        traced, so none other can stop."""
+        frame = self.host.frame
+        if self.host.engine.entry_for(frame.f_code) is None:
+            raise CommandError(f"{command}: the selected frame ({frame.f_code.co_name}) is not "
+                               "dynamo-generated code and cannot stop; select a generated "
+                               "frame, or use s or c")
+        return frame

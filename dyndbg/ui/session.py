@@ -295,6 +295,8 @@ class Session:
             self.run_python(line[1:])
             return
         word = leading_word(line)
+        if not word and line.split()[0] in SPELLINGS:
+            word = line.split()[0]                 # `?`, as in pdb
         command = self.command(word)
         if command is None or (line != word and self._is_python(line, word)):
             self.run_python(line)

@@ -87,15 +87,16 @@ class SessionCommands:
     def do_set(self, arg: str) -> None:
         """set [OPTION [on|off|VALUE]]
         Options: vi (Vi keys at the prompt; off means Emacs keys), sticky,
-        color, width (characters of a value shown in summaries).
-        With no argument, show the options."""
+        color, width (characters of a value shown in summaries), trace (as
+        the trace command). With no argument, show the options."""
         host = self.host
         words = arg.split()
         if not words:
             host.write(f"vi {'on' if self.vi else 'off'}, "
                        f"sticky {'on' if host.sticky else 'off'}, "
                        f"color {'on' if host.highlighter.enabled else 'off'}, "
-                       f"width {values.width()}")
+                       f"width {values.width()}, "
+                       f"trace {'on' if host.engine.instruction_trace else 'off'}")
             return
         option, value = words[0], (words[1] if len(words) > 1 else "on")
         if option == "width":
@@ -111,13 +112,30 @@ class SessionCommands:
             self.vi = on
         elif option == "sticky":
             host.sticky = value == "on"
+        elif option == "trace":
+            host.engine.instruction_trace = value == "on"
         elif option == "color":
             if value == "on" and not host.color:
                 raise CommandError("colour needs a terminal (and no NO_COLOR or --no-color)")
             host.highlighter.enabled = value == "on"
         else:
-            raise CommandError(f"unknown option {option!r} (vi, sticky, color, width)")
+            raise CommandError(f"unknown option {option!r} (vi, sticky, color, width, trace)")
         host.write(f"{option} {value}")
+
+    def do_trace(self, arg: str) -> None:
+        """trace [on|off]
+        While on, print every generated instruction that runs, before it runs
+        (under continue too), and a line when a generated frame starts and
+        when it returns or is left by an exception; each line is flushed, so
+        the last one before a hard crash names its instruction (--trace: on
+        from the start). Without an argument, say whether it is on."""
+        value = arg.strip()
+        if value not in ("", "on", "off"):
+            raise CommandError("usage: trace [on|off]")
+        if value:
+            self.do_set(f"trace {value}")
+        else:
+            self.host.write(f"trace {'on' if self.host.engine.instruction_trace else 'off'}")
 
     # -- help -------------------------------------------------------------------------------------
     def do_help(self, arg: str) -> None:
