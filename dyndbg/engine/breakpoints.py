@@ -59,6 +59,10 @@ class Location:
     hits: int = 0
 
 
+def _location_enabled(location: Location | None) -> bool:
+    return location is None or location.enabled
+
+
 @dataclass
 class Breakpoint:
     number: int
@@ -68,9 +72,12 @@ class Breakpoint:
     condition: str | None = None
     ignore: int = 0
     hits: int = 0
-    locations: list[Location] = field(default_factory=list)
-    # (id(code), offset of one marker or None) -> its location
+    # (id(code), offset of one marker or None) -> its location, in the order they resolved
     _places: dict[tuple[int, int | None], Location] = field(default_factory=dict, repr=False)
+
+    @property
+    def locations(self) -> list[Location]:
+        return list(self._places.values())
 
     def resolve(self, entry: GeneratedCode, info: CodeInfo, offsets: Iterable[int]) -> None:
         """Number the places this breakpoint has in `entry`, once each."""
@@ -84,19 +91,14 @@ class Breakpoint:
         for offset, where in places:
             key = (id(entry.code), offset)
             if key not in self._places:
-                location = Location(len(self.locations) + 1, where, entry.code)
-                self.locations.append(location)
-                self._places[key] = location
+                self._places[key] = Location(len(self._places) + 1, where, entry.code)
 
     def location_at(self, code: types.CodeType, offset: int) -> Location | None:
         places = self._places
         return places.get((id(code), offset)) or places.get((id(code), None))
 
     def enabled_at(self, code: types.CodeType, offset: int) -> bool:
-        if not self.enabled:
-            return False
-        location = self.location_at(code, offset)
-        return location is None or location.enabled
+        return self.enabled and _location_enabled(self.location_at(code, offset))
 
     @property
     def kind(self) -> str:
@@ -215,11 +217,11 @@ class BreakpointTable:
         """
         effective: list[Breakpoint] = []
         for bp in self.at_code(entry, info).get(instr.offset, ()):
-            if not bp.enabled_at(entry.code, instr.offset) or \
+            location = bp.location_at(entry.code, instr.offset)
+            if not bp.enabled or not _location_enabled(location) or \
                     not bp.target.confirm(frame, entry, instr, stack):
                 continue
             bp.hits += 1
-            location = bp.location_at(entry.code, instr.offset)
             if location is not None:
                 location.hits += 1
             if bp.condition:

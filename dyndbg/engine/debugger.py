@@ -297,7 +297,7 @@ class Engine:
         entry = self._generated.get(id(code)) or self.registry.get(code)
         if entry is None:
             return
-        info = entry.extra.get("codeinfo") or self.info_for(entry)
+        info = self.info_for(entry)
         stepping = self.policy.stepping
         if not stepping and frame.f_lasti not in self.breakpoints.armed(entry, info):
             return  # the fast path: nothing can stop here

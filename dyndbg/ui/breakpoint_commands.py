@@ -105,13 +105,13 @@ class BreakpointCommands:
                         + (f" ({resolution})" if resolution else ""))
 
     def _breakpoints_named(self, arg: str) -> list[Breakpoint]:
-        found = []
-        for number in parse_numbers(arg):
-            bp = self.host.engine.breakpoints.get(number)
-            if bp is None:
-                raise CommandError(f"no breakpoint number {number}")
-            found.append(bp)
-        return found
+        return [self._breakpoint(number) for number in parse_numbers(arg)]
+
+    def _breakpoint(self, number: int) -> Breakpoint:
+        bp = self.host.engine.breakpoints.get(number)
+        if bp is None:
+            raise CommandError(f"no breakpoint number {number}")
+        return bp
 
     # -- the commands -------------------------------------------------------------------
     def do_break(self, arg: str) -> None:
@@ -206,14 +206,15 @@ class BreakpointCommands:
             raise CommandError("usage: enable|disable N[.M] [N[.M] ...]")
         changes = []
         for ref in parse_breakpoint_refs(arg):     # all checked before any changes
-            bp = self._breakpoints_named(str(ref.number))[0]
+            bp = self._breakpoint(ref.number)
             if ref.location is None:
                 changes.append((bp, f"breakpoint {bp.number}"))
                 continue
-            if not 1 <= ref.location <= len(bp.locations):
+            locations = bp.locations
+            if not 1 <= ref.location <= len(locations):
                 raise CommandError(f"breakpoint {bp.number} has no location {ref.number}."
-                                   f"{ref.location} (it has {len(bp.locations)})")
-            changes.append((bp.locations[ref.location - 1],
+                                   f"{ref.location} (it has {len(locations)})")
+            changes.append((locations[ref.location - 1],
                             f"location {ref.number}.{ref.location}"))
         for item, name in changes:
             item.enabled = enabled
