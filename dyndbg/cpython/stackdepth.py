@@ -55,6 +55,36 @@ def stack_depths(code: types.CodeType) -> dict[int, int]:
     return depths
 
 
+# Instructions that leave one result after popping their operands, and those that
+# reach below their own operands (an index into the stack): what they need there.
+_PUSHES_ONE = {"BINARY_OP", "BINARY_SUBSCR", "BINARY_SLICE", "COMPARE_OP", "IS_OP",
+               "CONTAINS_OP", "BUILD_LIST", "BUILD_TUPLE", "BUILD_MAP", "BUILD_SET",
+               "BUILD_SLICE", "BUILD_STRING", "BUILD_CONST_KEY_MAP", "CALL", "CALL_KW",
+               "CALL_FUNCTION_EX", "UNARY_NEGATIVE", "UNARY_NOT", "UNARY_INVERT", "GET_ITER",
+               "FORMAT_VALUE", "FORMAT_SIMPLE", "LOAD_ATTR", "TO_BOOL"}
+_REACH = {"SWAP": 0, "COPY": 0, "LIST_APPEND": 1, "LIST_EXTEND": 1, "SET_ADD": 1,
+          "SET_UPDATE": 1, "DICT_UPDATE": 1, "DICT_MERGE": 1, "MAP_ADD": 2}
+
+
+def _needed(instr: dis.Instruction) -> int:
+    """How deep the stack must be for `instr` to stay inside it."""
+    if instr.opname in _REACH:
+        return (instr.arg or 0) + _REACH[instr.opname]
+    pushes = 1 if instr.opname in _PUSHES_ONE else 0
+    return max(0, pushes - _effect(instr, False))
+
+
+def underflow(code: types.CodeType) -> int | None:
+    """The offset of the first instruction that would read below the bottom of
+    the value stack, or None. CPython does not check: it reads outside the frame."""
+    depths = stack_depths(code)
+    for instr in dis.get_instructions(code):
+        depth = depths.get(instr.offset)
+        if depth is not None and depth < _needed(instr):
+            return instr.offset
+    return None
+
+
 class _Table:
     """One code object's depths, and its instruction offsets in order."""
 

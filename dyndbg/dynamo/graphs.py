@@ -102,6 +102,11 @@ def graph_info(name: str, value: object, backend: str | None = None) -> GraphInf
         return GraphInfo(name, graph_number(name) or 0, [], [], f"# {note}", backend, [], note)
 
 
+def graph_module(name: str, value: object) -> object | None:
+    """The FX GraphModule dynamo built for graph `name` (its `__compiled_fn_*` global)."""
+    return _search(name, value).graph_module
+
+
 def inductor_output_code(name: str, value: object) -> str | None:
     """Inductor's generated Python for this graph (forward, then backward if compiled).
 

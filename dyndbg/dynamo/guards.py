@@ -71,6 +71,9 @@ class GuardLine:
     depth: int
     comment: str = ""                # the user source line dynamo recorded, if any
     reason: str | None = None        # torch's failure message, on the failing guard
+    number: int | None = None        # as `guards` lists it (`guard drop ENTRY N`)
+    source: str = ""                 # the manager's source (a leaf's: its manager's)
+    guard: object | None = None      # the leaf guard itself; None on a manager line
 
 
 # -- cache entries ---------------------------------------------------------------
@@ -254,7 +257,7 @@ def _explain(original_code: types.CodeType, transformed_code: types.CodeType,
 
 # -- the guard tree, evaluated ----------------------------------------------------
 
-class _Scope:
+class GuardScope:
     """Evaluates guard sources in the scope dynamo builds its guards in."""
 
     def __init__(self, manager: object, f_locals: dict) -> None:
@@ -310,11 +313,8 @@ def _guard_tree(original_code: types.CodeType, transformed_code: types.CodeType,
         outcome = None
     reason = outcome[1] if outcome and not outcome[0] else None
     try:
-        builder = _TreeBuilder(_Scope(entry.guard_manager, f_locals), reason)
-        builder.manager(root, "", 0)
-        epilogue = getattr(root, "get_epilogue_lambda_guards", None)
-        for leaf in epilogue() if epilogue else []:
-            builder.leaf(leaf, "L", (True, f_locals), 1)
+        builder = _TreeBuilder(GuardScope(entry.guard_manager, f_locals), reason)
+        _walk(builder, root, (True, f_locals))
     except Exception as error:  # noqa: BLE001 - fall back to torch's own printout
         return (f"guards not evaluable individually with torch {_torch_version()} ({error}):\n"
                 f"{entry.guard_manager}\noverall: {reason or 'pass'}")
@@ -329,8 +329,23 @@ def _guard_tree(original_code: types.CodeType, transformed_code: types.CodeType,
     return builder.lines
 
 
+def guard_lines(guard_manager: object) -> list[GuardLine]:
+    """The numbered lines of a guard tree as `guards` lists them, not evaluated."""
+    builder = _TreeBuilder(GuardScope(guard_manager, {}), None)
+    _walk(builder, guard_manager.root, (False, None))  # type: ignore[attr-defined]
+    return builder.lines
+
+
+def _walk(builder: _TreeBuilder, root: object, frame_locals: tuple[bool, object]) -> None:
+    """The root's tree, then the epilogue guards (which see all the locals)."""
+    builder.manager(root, "", 0)
+    epilogue = getattr(root, "get_epilogue_lambda_guards", None)
+    for leaf in epilogue() if epilogue else []:
+        builder.leaf(leaf, "L", frame_locals, 1)
+
+
 class _TreeBuilder:
-    def __init__(self, scope: _Scope, reason: str | None) -> None:
+    def __init__(self, scope: GuardScope, reason: str | None) -> None:
         self.scope = scope
         self.reason = reason
         self.reason_placed = False
@@ -345,8 +360,8 @@ class _TreeBuilder:
         index = len(self.lines)
         if depth > 0:
             kind = getattr(_call_or_none(manager, "get_type_of_guarded_value"), "__name__", "?")
-            self.lines.append(GuardLine(f"source={source}, type={kind}", None, depth,
-                                        comment=accessor))
+            self._add(GuardLine(f"source={source}, type={kind}", None, depth,
+                                comment=accessor, source=source))
         results = [self.leaf(leaf, source, got, depth + 1)
                    for leaf in manager.get_leaf_guards()]  # type: ignore[attr-defined]
         results += [self.manager(child, acc, depth + 1) for acc, child in _children(manager)]
@@ -378,12 +393,16 @@ class _TreeBuilder:
                 passed = bool(leaf(got[1]))  # type: ignore[operator]
             except Exception:  # noqa: BLE001
                 passed = None
-        line = GuardLine(f"{kind}: {code}", passed, depth, comment)
+        line = GuardLine(f"{kind}: {code}", passed, depth, comment, source=source, guard=leaf)
         if self.reason is not None and not self.reason_placed and passed is not True \
                 and self._is_reported(parts, source, passed):
             line.passed, line.reason, self.reason_placed = False, self.reason, True
-        self.lines.append(line)
+        self._add(line)
         return line.passed
+
+    def _add(self, line: GuardLine) -> None:
+        line.number = len(self.lines)
+        self.lines.append(line)
 
     def _is_reported(self, parts: list[str], source: str, passed: bool | None) -> bool:
         """Whether torch's failure reason is about this guard."""

@@ -33,6 +33,7 @@ class GeneratedCode:
     serial: int                          # registration order, for stable listings
     extra: dict = field(default_factory=dict)  # per-code caches owned by other modules
     has_marker: bool = False             # holds torch's <BREAKPOINT> marker
+    edited: frozenset[int] | None = None  # a cache edit's code: the indexes it changed
 
     @property
     def function(self) -> str:
@@ -52,7 +53,7 @@ class GeneratedCode:
     def label(self) -> str:
         """`f [0/0]`, or `torch_dynamo_resume_in_f_at_9 [not compiled]`."""
         cid = self.compile_id if self.compile_id is not None else "not compiled"
-        return f"{self.function} [{cid}]"
+        return f"{self.function} [{cid}{', edited' if self.edited is not None else ''}]"
 
 
 class Registry:
@@ -76,6 +77,16 @@ class Registry:
             self._transformed_from.add(id(original))
         self._add(entry)
         return entry
+
+    def add_edited(self, original: types.CodeType, code: types.CodeType, compile_id: str,
+                   changed: frozenset[int]) -> None:
+        """Code a cache edit installed (patched, or the entry's own under other guards)."""
+        if id(code) in self._by_id:
+            return
+        entry = GeneratedCode(code, "transformed", original, compile_id, len(self._by_id),
+                              has_marker=has_marker(code), edited=changed)
+        self._transformed_from.add(id(original))
+        self._add(entry)
 
     def _add(self, entry: GeneratedCode) -> None:
         self._by_id[id(entry.code)] = entry

@@ -14,6 +14,7 @@ from typing import Callable, Protocol
 from dyndbg.cpython import (StackUnavailable, argument_names, is_return, read_value_stack,
                             stack_support)
 from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
+from dyndbg.dynamo.edits import EDITS
 from dyndbg.dynamo.markers import torch_has_marker
 from dyndbg.engine.breakpoints import BreakpointTable
 from dyndbg.engine.codeinfo import CodeInfo, Instr, code_info
@@ -75,6 +76,7 @@ class Engine:
         self.hooks.shield(self.interrupts.on_sigint)
         self.tracer.start()
         self.hooks.set_callback_active(self._wants_callback())
+        EDITS.on_code = self.registry.add_edited
 
     def detach(self) -> None:
         """No more stops: the program runs on as without dyndbg."""
@@ -88,6 +90,7 @@ class Engine:
         self._stopped_in.clear()
         self._stopped_exception = None
         self.tracer.stop()
+        EDITS.end_session(self.frontend.message)
 
     def close(self) -> None:
         """Detach and unregister from torch, for a session that ends outside

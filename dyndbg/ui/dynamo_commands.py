@@ -9,7 +9,7 @@ from dyndbg.dynamo import graphs, guards
 from dyndbg.dynamo.names import GRAPH_NAME, graph_number, readable
 from dyndbg.ui.host import Host
 from dyndbg.ui.parsing import CommandError
-from dyndbg.ui.values import cut
+from dyndbg.ui.values import cut, summarize
 
 if TYPE_CHECKING:
     from dyndbg.dynamo.registry import GeneratedCode
@@ -48,12 +48,18 @@ class DynamoCommands:
         raise CommandError(f"no compiled graph {spec!r} found (yet)")
 
     def do_graph(self, arg: str) -> None:
-        """graph [N | NAME] [--output-code]
+        """graph [N | NAME] [--output-code] | graph run N [INPUTS...] | graph capture N
         The FX graph of a compiled graph, with shapes and the user's source
         lines: the one called at the current instruction by default. With
-        --output-code, inductor's generated code for it."""
+        --output-code, inductor's generated code for it.
+        run: call compiled graph N on INPUTS (Python expressions; default: the
+        captured ones) and its FX graph eagerly on the same, and compare.
+        capture: keep the inputs of graph N's next call, for `graph run N`."""
         host = self.host
         words = arg.split()
+        if words and words[0] in ("run", "capture"):
+            self._graph_run_or_capture(words[0], arg.split(None, 2)[1:])
+            return
         output_code = "--output-code" in words
         words = [w for w in words if w != "--output-code"]
         if len(words) > 1:
@@ -76,6 +82,28 @@ class DynamoCommands:
         if info.note:
             host.write(f"  ({info.note})")
         host.write(host.highlighter.python(info.code))
+
+    def _graph_run_or_capture(self, action: str, words: list[str]) -> None:
+        from dyndbg import cache as api
+        if not words or not words[0].isdigit():
+            raise CommandError(f"usage: graph {action} N" + (" [INPUTS...]" if action == "run"
+                                                               else ""))
+        number = int(words[0])
+        try:
+            if action == "capture":
+                api.graph_capture(number)
+                self.host.write(f"graph {number}: the inputs of its next call will be kept "
+                                f"(then: graph run {number})")
+                return
+            inputs = self.host.evaluate(f"({words[1]},)") if len(words) > 1 else ()
+            ran = api.graph_run(number, *inputs)  # type: ignore[misc]
+        except api.CacheError as error:
+            raise CommandError(str(error)) from None
+        self.host.write(f"compiled graph {number}: {cut(summarize(ran.compiled), 150)}")
+        if ran.eager is not None:
+            self.host.write(f"FX graph, eager:  {cut(summarize(ran.eager), 150)}")
+        self.host.write(("same: " if ran.same else "DIFFERENT: " if ran.same is False else "")
+                        + ran.difference)
 
     # -- cache entries and guards ----------------------------------------------------------
     def do_guards(self, arg: str) -> None:
@@ -103,7 +131,8 @@ class DynamoCommands:
                 continue
             for line in tree:
                 mark = {True: "ok  ", False: "FAIL", None: "    "}[line.passed]
-                host.write(cut(f"  {mark} {'  ' * line.depth}{line.text}", 160))
+                number = "" if line.number is None else str(line.number)
+                host.write(cut(f"{number:>3} {mark} {'  ' * line.depth}{line.text}", 160))
                 if line.reason:
                     host.write(f"         {'  ' * line.depth}^ {line.reason}")
 

@@ -240,7 +240,8 @@ class LookingCommands:
         host = self.host
         offsets = host.engine.breakpoints.at_code(entry, info)
         rename = (lambda text: text) if raw else render.renamer(host.frame)
-        for line in render.disassembly(info, first, last, current, offsets, rename):
+        for line in render.disassembly(info, first, last, current, offsets, rename,
+                                       entry.edited or frozenset()):
             host.write(host.highlighter.disassembly_line(line))
 
     def do_source(self, arg: str) -> None:

@@ -80,8 +80,10 @@ def effect(stop: Stop) -> str | None:
 
 
 def disassembly_line(info: CodeInfo, instr: Instr, current: int | None,
-                     breakpoint_offsets: dict[int, list], rename: Rename = _same) -> str:
+                     breakpoint_offsets: dict[int, list], rename: Rename = _same,
+                     changed: frozenset[int] = frozenset()) -> str:
     marker = "->" if instr.index == current else "  "
+    marker += "*" if instr.index in changed else ""   # a cache edit changed it
     bps = breakpoint_offsets.get(instr.offset, [])
     bp = ""
     if bps:
@@ -89,12 +91,13 @@ def disassembly_line(info: CodeInfo, instr: Instr, current: int | None,
         if all(b.target.checked_when_reached for b in bps):
             bp += "?"  # a candidate call: the callee is checked when reached
     target = ">>" if instr.is_jump_target else "  "
-    return (f"{marker} {instr.index:>4} @{instr.offset:<5} {bp:<4}{target} "
+    return (f"{marker:<3}{instr.index:>4} @{instr.offset:<5} {bp:<4}{target} "
             f"{instruction_text(instr, rename)}")
 
 
 def disassembly(info: CodeInfo, first: int, last: int, current: int | None,
-                breakpoint_offsets: dict[int, list], rename: Rename = _same) -> list[str]:
+                breakpoint_offsets: dict[int, list], rename: Rename = _same,
+                changed: frozenset[int] = frozenset()) -> list[str]:
     """Instructions first..last, with a source header where the line changes."""
     lines: list[str] = []
     previous_line: int | None = -1
@@ -104,7 +107,7 @@ def disassembly(info: CodeInfo, first: int, last: int, current: int | None,
             if instr.line is not None:
                 lines.append(f"   {short_path(info.code.co_filename)}:{instr.line}  "
                              f"{info.source_line(instr.line)}")
-        lines.append(disassembly_line(info, instr, current, breakpoint_offsets, rename))
+        lines.append(disassembly_line(info, instr, current, breakpoint_offsets, rename, changed))
     return lines
 
 

@@ -13,6 +13,7 @@ from dyndbg.engine.stop import Stop, StopReason, TraceEvent
 from dyndbg.ownframes import is_own_frame
 from dyndbg.ui import boundaries, render
 from dyndbg.ui.breakpoint_commands import BreakpointCommands
+from dyndbg.ui.cache_commands import CacheCommands
 from dyndbg.ui.dynamo_commands import DynamoCommands
 from dyndbg.ui.host import Family, Reader
 from dyndbg.ui.looking import LookingCommands
@@ -49,10 +50,11 @@ class Session:
         self.running = RunningCommands(self)
         self.breaking = BreakpointCommands(self)
         self.dynamo = DynamoCommands(self)
+        self.editing = CacheCommands(self)
         self.looking = LookingCommands(self)
         self.settings = SessionCommands(self)
         self.families: tuple[Family, ...] = (self.running, self.breaking, self.dynamo,
-                                             self.looking, self.settings)
+                                             self.editing, self.looking, self.settings)
         self.reader: Reader
         if self.color:
             from dyndbg.ui.completion import DebuggerCompleter  # loads prompt-toolkit
@@ -146,6 +148,9 @@ class Session:
                 if stop.reason is StopReason.POST_MORTEM else "'c' lets it propagate"
             self.write(f"!! raised at instr {stop.instr.index} @{stop.instr.offset} "
                        f"{stop.instr.opname} in {stop.entry.label()}; {ending}")
+        notice = self.editing.notice()
+        if notice:
+            self.write(notice)
         if self.sticky:
             self.print_sticky(stop)
         self.write(render.location(stop, render.renamer(stop.frame), self.highlighter.python))

@@ -1,0 +1,231 @@
+"""Edit dynamo's cache from a script or a notebook (the REPL's commands use this).
+
+    import dyndbg.cache as dc
+    dc.entries(f)                       # f's cache entries, lookup order
+    dc.check("0/0", x, 5)               # would its guards pass for f(x, 5)?
+    e = dc.patch("0/0", "insert", 39, "LOAD_CONST", 100)
+    dc.run("0/0", x, 5)                 # its code, by hand, no guards
+    dc.undo(e.number)                   # or dc.undo_all()
+
+Entries are named by compile id (`0/1`, as TORCH_LOGS and `cache` name them) and
+looked up afresh on every call: torch frees cache entries, so no handle is kept.
+Every edit is numbered and undoable; see dyndbg/dynamo/edits.py for how.
+"""
+from __future__ import annotations
+
+import inspect
+import sys
+import types
+from typing import Callable, NamedTuple
+
+from dyndbg.dynamo import cache, graphs, guards as guard_trees, patching
+from dyndbg.dynamo.cache import CacheError
+from dyndbg.dynamo.edits import EDITS, Edit
+from dyndbg.dynamo.names import graph_number
+
+__all__ = ["CacheError", "Edit", "EntryView", "GraphRun", "entries", "code", "guards",
+           "check", "evict", "evict_all", "force", "add_guard", "drop_guard", "patch",
+           "install", "run", "graph_run", "graph_capture", "captured", "edits", "undo",
+           "undo_all"]
+
+
+class EntryView(NamedTuple):
+    compile_id: str
+    function: str
+    code: types.CodeType        # the transformed code
+    guards: list[str]           # numbered as `guard drop` takes them
+
+
+def _original(function: Callable | types.CodeType | str) -> types.CodeType:
+    if isinstance(function, types.CodeType):
+        return function
+    if isinstance(function, str):
+        found = cache.functions_named(function)
+        if not found:
+            raise CacheError(f"no compiled function named {function!r}")
+        return found[0]
+    inner = inspect.unwrap(getattr(function, "_torchdynamo_orig_callable", function))
+    inner = getattr(inner, "_torchdynamo_orig_callable", inner)
+    code = getattr(inner, "__code__", None)
+    if code is None:
+        raise CacheError(f"{function!r} has no code object")
+    return code
+
+
+def _lines(guard_manager: object) -> list[str]:
+    return [f"{line.number}: {'  ' * (line.depth - 1)}{line.text}"
+            for line in guard_trees.guard_lines(guard_manager)]
+
+
+def entries(function: Callable | types.CodeType | str) -> list[EntryView]:
+    """The function's live cache entries, in the order dynamo tries them."""
+    original = _original(function)
+    return [EntryView(e.compile_id, original.co_name, e.code, _lines(e.guard_manager))
+            for e in cache.entries_of(original)]
+
+
+def code(compile_id: str) -> types.CodeType:
+    return cache.find(compile_id).code
+
+
+def guards(compile_id: str) -> list[str]:
+    return _lines(cache.find(compile_id).guard_manager)
+
+
+def check(compile_id: str, *args: object, **kwargs: object) -> tuple[bool, str]:
+    """(passed, torch's reason) of the entry's guards for a call with these arguments."""
+    entry = cache.find(compile_id)
+    return cache.check(entry.guard_manager, _call_locals(entry.original, args, kwargs))
+
+
+def _call_locals(original: types.CodeType, args: tuple, kwargs: dict) -> dict:
+    function = cache.function_of(original)
+    try:
+        bound = inspect.signature(function).bind(*args, **kwargs)
+    except TypeError as error:
+        raise CacheError(f"arguments do not fit {function.__name__}: {error}") from None
+    bound.apply_defaults()
+    frame_locals = dict(bound.arguments)
+    for name, cell in zip(original.co_freevars, function.__closure__ or ()):
+        try:
+            frame_locals[name] = cell.cell_contents
+        except ValueError:                    # an empty cell
+            pass
+    return frame_locals
+
+
+def evict(compile_id: str) -> Edit:
+    return EDITS.evict(compile_id)
+
+
+def evict_all(function: Callable | types.CodeType | str) -> Edit:
+    return EDITS.evict_all(_original(function))
+
+
+def force(compile_id: str, once: bool = False) -> Edit:
+    return EDITS.force(compile_id, once)
+
+
+def add_guard(compile_id: str, expression: str) -> Edit:
+    return EDITS.add_guard(compile_id, expression)
+
+
+def drop_guard(compile_id: str, number: int) -> Edit:
+    return EDITS.drop_guard(compile_id, number)
+
+
+def patch(compile_id: str, action: str, index: int | str, opname: str | None = None,
+          arg: object = None) -> Edit:
+    """`patch("0/0", "insert", 39, "LOAD_CONST", 100)`, as the REPL's patch command."""
+    words = [action, str(index)] + ([opname] if opname else []) + \
+        ([] if arg is None else [arg if isinstance(arg, str) else repr(arg)])
+    return EDITS.patch(compile_id, patching.parse_op(words))
+
+
+def install(compile_id: str, new_code: types.CodeType) -> Edit:
+    """The entry runs `new_code` (made from `code(compile_id)`, e.g. with torch's
+    bytecode_transformation helpers) under its own guards."""
+    return EDITS.install_code(compile_id, new_code)
+
+
+def run(compile_id: str, *args: object, **kwargs: object) -> object:
+    """The entry's code run by hand on these arguments: no guards, outside dynamo."""
+    entry = cache.find(compile_id)
+    patched = EDITS.replacement_code(compile_id)
+    return cache.run_code(entry.original, patched.code if patched else entry.code, args, kwargs)
+
+
+def edits() -> list[Edit]:
+    return list(EDITS.edits)
+
+
+def undo(number: int) -> list[Edit]:
+    return EDITS.undo(number)
+
+
+def undo_all() -> list[Edit]:
+    return EDITS.undo_all()
+
+
+# -- graphs ----------------------------------------------------------------------------
+
+class GraphRun(NamedTuple):
+    compiled: object        # what the compiled graph returned (what the program gets)
+    eager: object | None    # the same FX graph run eagerly (None: no FX graph kept)
+    same: bool | None
+    difference: str         # where they differ, for people
+
+
+def _graph_global(number: int) -> tuple[dict, str]:
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for name in [n for n in list(namespace) if n.startswith("__compiled_fn_")]:
+            if graph_number(name) == number:
+                return namespace, name
+    raise CacheError(f"no compiled graph {number} (yet)")
+
+
+_captured: dict[int, tuple] = {}
+
+
+def graph_capture(number: int) -> None:
+    """Keep the inputs of graph `number`'s next call (for graph_run with no inputs)."""
+    namespace, name = _graph_global(number)
+    compiled = namespace[name]
+
+    def capture(*args: object) -> object:
+        # One call only: the module global is the compiled graph again at once.
+        if namespace.get(name) is capture:
+            namespace[name] = compiled
+        _captured[number] = tuple(_copy(a) for a in args)
+        return compiled(*args)
+    capture.__wrapped__ = compiled  # type: ignore[attr-defined]
+    namespace[name] = capture
+
+
+def captured(number: int) -> tuple | None:
+    return _captured.get(number)
+
+
+def _copy(value: object) -> object:
+    clone = getattr(value, "clone", None)
+    return clone() if callable(clone) and type(value).__module__.startswith("torch") else value
+
+
+def graph_run(number: int, *inputs: object) -> GraphRun:
+    """Graph `number` run on `inputs` (default: the captured ones), compiled and as its
+    FX graph run eagerly, compared."""
+    namespace, name = _graph_global(number)
+    if not inputs:
+        if number not in _captured:
+            raise CacheError(f"no inputs captured for graph {number}: graph capture {number}, "
+                             "then let it run, or give the inputs")
+        inputs = _captured[number]
+    compiled_fn = namespace[name]
+    compiled = compiled_fn(*[_copy(a) for a in inputs])
+    module = graphs.graph_module(name, compiled_fn)
+    if module is None:
+        return GraphRun(compiled, None, None, "no FX graph kept for this graph's backend")
+    eager = module(*[_copy(a) for a in inputs])  # type: ignore[operator]
+    same, difference = _compare(compiled, eager)
+    return GraphRun(compiled, eager, same, difference)
+
+
+def _compare(a: object, b: object) -> tuple[bool, str]:
+    import torch
+    left = list(a) if isinstance(a, (list, tuple)) else [a]
+    right = list(b) if isinstance(b, (list, tuple)) else [b]
+    if len(left) != len(right):
+        return False, f"{len(left)} outputs against {len(right)}"
+    for k, (x, y) in enumerate(zip(left, right)):
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
+            if x.shape != y.shape or x.dtype != y.dtype:
+                return False, f"output {k}: {x.dtype}{list(x.shape)} against {y.dtype}{list(y.shape)}"
+            if not torch.allclose(x, y, equal_nan=True):
+                diff = (x.double() - y.double()).abs().max().item()
+                return False, f"output {k}: max abs difference {diff:.3g}"
+        elif x != y:
+            return False, f"output {k}: {x!r} against {y!r}"
+    return True, "all outputs equal (allclose)"

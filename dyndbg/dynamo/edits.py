@@ -1,0 +1,373 @@
+"""Numbered, undoable edits of dynamo's cache (one table for the whole process).
+
+How each edit is made (see cache.py for the torch calls and why):
+- evict, guard add: a switch guard on the entry's live root. Undo turns the
+  switch off: the guard passes again and lookup is exactly as before.
+- force, guard drop, patch: the entry's replacement, a precompile entry that
+  torch checks before the normal ones: (no guards | a filtered copy of the
+  guards | the live guards, the entry's code patched or not). The function's
+  precompile entries are rebuilt from the active edits after every change.
+Entries are named by compile id and fetched afresh for every change.
+"""
+from __future__ import annotations
+
+import enum
+import types
+from dataclasses import dataclass, field
+from typing import Callable
+
+from dyndbg.dynamo import cache, guards, patching
+from dyndbg.dynamo.cache import CacheError, LiveEntry
+from dyndbg.dynamo.guard_copy import without_guards
+
+
+class EditKind(enum.Enum):
+    EVICT = "evict"
+    FORCE = "force"
+    GUARD_ADD = "guard add"
+    GUARD_DROP = "guard drop"
+    PATCH = "patch"
+    CODE = "code"                # a code object of the user's own (the API's install)
+
+
+class Switch:
+    """A guard that can be turned off (then it passes). Never raises into torch."""
+
+    def __init__(self, expression: str | None = None, names: dict | None = None) -> None:
+        self.on = True
+        self.expression = expression
+        self.code = compile(expression, "<guard>", "eval") if expression else None
+        self.names = names or {}
+        self.error: str | None = None      # what the expression last raised
+
+    def __call__(self, frame_locals: dict) -> bool:
+        if not self.on:
+            return True
+        if self.code is None:
+            return False                   # evicted
+        try:
+            return bool(eval(self.code, self.names, dict(frame_locals)))  # noqa: S307
+        except BaseException as error:  # noqa: BLE001 - called from torch's C++
+            self.error = f"{type(error).__name__}: {error}"
+            return False
+
+
+class Latch:
+    """Passes once (force ENTRY once), then fails."""
+
+    def __init__(self) -> None:
+        self.used = False
+
+    def __call__(self, _frame_locals: dict) -> bool:
+        if self.used:
+            return False
+        self.used = True
+        return True
+
+
+@dataclass
+class Edit:
+    number: int
+    kind: EditKind
+    original: types.CodeType
+    compile_ids: tuple[str, ...]
+    text: str                                   # the command, as `edits` lists it
+    switch: Switch | None = None
+    latch: Latch | None = None
+    patch: patching.PatchOp | None = None
+    code: types.CodeType | None = None          # CODE: what the entry runs instead
+    dropped: tuple[str, str] | None = None      # guard drop: (source, text) of the line
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def function(self) -> str:
+        return self.original.co_name
+
+    def describe(self) -> str:
+        spent = " (used)" if self.latch is not None and self.latch.used else ""
+        return f"{self.number}: {self.text}  [{self.function}]{spent}"
+
+
+class Replacement:
+    """What one entry runs instead while edits change it."""
+
+    def __init__(self, entry: LiveEntry, guard_manager: object, code: types.CodeType,
+                 changed: frozenset[int]) -> None:
+        self.entry, self.guard_manager, self.code, self.changed = \
+            entry, guard_manager, code, changed
+
+
+class CacheEdits:
+    """The active edits. `on_code(original, code, compile_id, changed, edit)` is told
+    of each replacement code object (the debugger registers it as generated)."""
+
+    def __init__(self) -> None:
+        self.edits: list[Edit] = []
+        self._next = 1
+        self._installed: dict[int, int] = {}    # id(original) -> precompile entries of ours
+        self.keep = False                       # edits outlive the debugger session
+        self.on_code = None
+
+    # -- making edits ----------------------------------------------------------
+    def evict(self, compile_id: str) -> Edit:
+        entry = cache.find(compile_id)
+        switch = Switch()
+        cache.add_switch_guard(entry.guard_manager, switch, f"dyndbg: evicted ({compile_id})")
+        return self._add(Edit(0, EditKind.EVICT, entry.original, (compile_id,),
+                              f"evict {compile_id}", switch=switch))
+
+    def evict_all(self, original: types.CodeType) -> Edit:
+        live = cache.entries_of(original)
+        if not live:
+            raise CacheError(f"{original.co_name} has no cache entries to evict")
+        switch = Switch()
+        for entry in live:
+            cache.add_switch_guard(entry.guard_manager, switch,
+                                   f"dyndbg: evicted ({entry.compile_id})")
+        ids = tuple(e.compile_id for e in live)
+        return self._add(Edit(0, EditKind.EVICT, original, ids,
+                              f"evict all {original.co_name} ({', '.join(ids)})", switch=switch))
+
+    def add_guard(self, compile_id: str, expression: str) -> Edit:
+        entry = cache.find(compile_id)
+        try:
+            switch = Switch(expression, dict(_globals_of(entry.original)))
+        except SyntaxError as error:
+            raise CacheError(f"not an expression: {error.msg}") from None
+        cache.add_switch_guard(entry.guard_manager, switch, f"dyndbg: {expression}")
+        return self._add(Edit(0, EditKind.GUARD_ADD, entry.original, (compile_id,),
+                              f"guard add {compile_id} {expression}", switch=switch))
+
+    def drop_guard(self, compile_id: str, number: int) -> Edit:
+        entry = cache.find(compile_id)
+        lines = guards.guard_lines(entry.guard_manager)
+        if not 0 <= number < len(lines):
+            raise CacheError(f"no guard {number} in {compile_id} (guards lists 0.."
+                             f"{len(lines) - 1})")
+        line = lines[number]
+        edit = Edit(0, EditKind.GUARD_DROP, entry.original, (compile_id,),
+                    f"guard drop {compile_id} {number} ({cut_text(line.text)})",
+                    dropped=(line.source, line.text))
+        drops = self._active(entry.original, compile_id, EditKind.GUARD_DROP) + [edit]
+        without_guards(entry.guard_manager, _numbers(lines, drops), edit.notes)
+        return self._install(edit)
+
+    def install_code(self, compile_id: str, code: types.CodeType) -> Edit:
+        """The entry runs `code` (under its guards) instead of its own."""
+        if not isinstance(code, types.CodeType):
+            raise CacheError(f"not a code object: {type(code).__name__}")
+        entry = cache.find(compile_id)
+        if code.co_argcount != entry.code.co_argcount or \
+                code.co_freevars != entry.code.co_freevars:
+            raise CacheError("the code must take the same arguments and free variables "
+                             f"as the entry's ({entry.code.co_varnames[:entry.code.co_argcount]})")
+        return self._install(Edit(0, EditKind.CODE, entry.original, (compile_id,),
+                                  f"install code {code.co_name} as {compile_id}", code=code))
+
+    def force(self, compile_id: str, once: bool) -> Edit:
+        entry = cache.find(compile_id)
+        edit = Edit(0, EditKind.FORCE, entry.original, (compile_id,),
+                    f"force {compile_id}{' once' if once else ''}",
+                    latch=Latch() if once else None)
+        return self._install(edit)
+
+    def patch(self, compile_id: str, op: patching.PatchOp) -> Edit:
+        entry = cache.find(compile_id)
+        ops = [e.patch for e in self._active(entry.original, compile_id, EditKind.PATCH)]
+        codes = self._active(entry.original, compile_id, EditKind.CODE)
+        patching.apply(codes[-1].code if codes else entry.code, ops + [op])  # type: ignore[arg-type]
+        return self._install(Edit(0, EditKind.PATCH, entry.original, (compile_id,),
+                                  f"patch {compile_id} {op.describe()}", patch=op))
+
+    # -- undoing -------------------------------------------------------------------
+    def undo(self, number: int) -> list[Edit]:
+        """Undo edit `number`; returns the edits undone (later patches of the same
+        entry that no longer assemble without it go too)."""
+        edit = next((e for e in self.edits if e.number == number), None)
+        if edit is None:
+            raise CacheError(f"no edit {number} (edits lists them)")
+        undone = [edit]
+        self._remove(edit)
+        if edit.kind in (EditKind.PATCH, EditKind.CODE):
+            undone += self._drop_unassembled(edit.original, edit.compile_ids[0])
+        self._rebuild(edit.original)
+        return undone
+
+    def undo_all(self) -> list[Edit]:
+        undone = list(self.edits)
+        for edit in undone:
+            self._remove(edit)
+        for original in {id(e.original): e.original for e in undone}.values():
+            self._rebuild(original)
+        return undone
+
+    # -- reading -------------------------------------------------------------------
+    def replacement_code(self, compile_id: str) -> patching.Patched | None:
+        """The entry's code as patched by the active edits, if any are patches."""
+        patches = [e for e in self.edits if e.kind is EditKind.PATCH and
+                   compile_id in e.compile_ids]
+        if not patches:
+            return None
+        entry = cache.find(compile_id, patches[0].original)
+        codes = self._active(entry.original, compile_id, EditKind.CODE)
+        base = codes[-1].code if codes else entry.code
+        return patching.apply(base, [e.patch for e in patches])  # type: ignore[arg-type,misc]
+
+    def next_call(self, original: types.CodeType, frame_locals: dict) -> str:
+        """What a call of `original` with these inputs would run now."""
+        forces = [e for e in self.edits if e.original is original and e.kind is EditKind.FORCE
+                  and not (e.latch is not None and e.latch.used)]
+        if forces:
+            return f"runs [{forces[-1].compile_ids[0]}] without checking guards (forced)"
+        ranked = sorted(filter(None, map(self._replacement, cache.entries_of(original))),
+                        key=lambda pair: pair[0])
+        for _, replacement in ranked:
+            if cache.check(replacement.guard_manager, frame_locals)[0]:
+                return f"runs the edited [{replacement.entry.compile_id}]"
+        count = 0
+        for entry in cache.entries_of(original):
+            count += 1
+            if cache.check(entry.guard_manager, frame_locals)[0]:
+                return f"runs [{entry.compile_id}]"
+        limit = cache.recompile_limit()
+        total = cache.entry_count(original)
+        if limit is not None and total >= limit:
+            return (f"runs {original.co_name} without compiling: its {total} entries "
+                    f"(evicted ones count) reach recompile_limit {limit}")
+        return (f"recompiles {original.co_name} ({total} entries, evicted ones count toward "
+                f"recompile_limit {limit})")
+
+    def forcing(self) -> bool:
+        return any(e.kind is EditKind.FORCE and not (e.latch and e.latch.used)
+                   for e in self.edits)
+
+    def end_session(self, message: Callable[[str], None]) -> None:
+        """The debugger detaches: undo the edits unless the user said `keep`."""
+        self.on_code = None
+        if not self.edits:
+            return
+        if self.keep:
+            message(f"dyndbg: cache edits kept: {'; '.join(e.text for e in self.edits)}")
+            return
+        try:
+            undone = self.undo_all()
+            message("dyndbg: detaching undid the cache edits: "
+                    f"{'; '.join(e.text for e in undone)} ('keep' before detaching keeps them)")
+        except Exception as error:  # noqa: BLE001 - the program goes on regardless
+            message(f"dyndbg: could not undo the cache edits: {error}")
+
+    # -- inside ------------------------------------------------------------------------
+    def _add(self, edit: Edit) -> Edit:
+        edit.number = self._next
+        self._next += 1
+        self.edits.append(edit)
+        return edit
+
+    def _install(self, edit: Edit) -> Edit:
+        """Add an edit that changes the function's replacements, or refuse it whole."""
+        original = edit.original
+        if cache.precompile_count(original) != self._installed.get(id(original), 0):
+            raise CacheError(f"{original.co_name} has precompile entries of torch's own "
+                             "(from a precompiled artifact): dyndbg's edits would drop them")
+        self._add(edit)
+        try:
+            self._rebuild(original)
+        except BaseException:
+            self._remove(edit)
+            self._next -= 1
+            self._rebuild(original)
+            raise
+        return edit
+
+    def _remove(self, edit: Edit) -> None:
+        self.edits.remove(edit)
+        if edit.switch is not None:
+            edit.switch.on = False
+
+    def _active(self, original: types.CodeType, compile_id: str, kind: EditKind) -> list[Edit]:
+        return [e for e in self.edits if e.original is original and e.kind is kind
+                and compile_id in e.compile_ids]
+
+    def _drop_unassembled(self, original: types.CodeType, compile_id: str) -> list[Edit]:
+        dropped: list[Edit] = []
+        try:
+            entry = cache.find(compile_id, original)
+        except CacheError:
+            return dropped
+        ops: list[patching.PatchOp] = []
+        codes = self._active(original, compile_id, EditKind.CODE)
+        base = codes[-1].code if codes else entry.code
+        for edit in self._active(original, compile_id, EditKind.PATCH):
+            try:
+                patching.apply(base, ops + [edit.patch])  # type: ignore[list-item]
+                ops.append(edit.patch)  # type: ignore[arg-type]
+            except CacheError:
+                self._remove(edit)
+                dropped.append(edit)
+        return dropped
+
+    def _rebuild(self, original: types.CodeType) -> None:
+        """Install the function's replacements afresh: forced entries first (newest
+        first), then entries with guards dropped, then patched ones."""
+        if self._installed.get(id(original), 0):
+            cache.reset_precompile(original)
+            self._installed[id(original)] = 0
+        replacements = []
+        for entry in cache.entries_of(original):
+            replacement = self._replacement(entry)
+            if replacement is not None:
+                replacements.append(replacement)
+        replacements.sort(key=lambda r: r[0])
+        for _, replacement in replacements:
+            cache.load_precompile(original, replacement.guard_manager, replacement.code)
+            self._installed[id(original)] = self._installed.get(id(original), 0) + 1
+            if self.on_code is not None:
+                self.on_code(original, replacement.code, replacement.entry.compile_id,
+                             replacement.changed)
+
+    def _replacement(self, entry: LiveEntry) -> tuple[tuple, Replacement] | None:
+        cid, original = entry.compile_id, entry.original
+        patches = self._active(original, cid, EditKind.PATCH)
+        codes = self._active(original, cid, EditKind.CODE)
+        forces = [e for e in self._active(original, cid, EditKind.FORCE)
+                  if not (e.latch is not None and e.latch.used)]   # a spent `once`
+        drops = self._active(original, cid, EditKind.GUARD_DROP)
+        if not (patches or codes or forces or drops):
+            return None
+        code, changed = entry.code, frozenset()
+        if codes:
+            code = codes[-1].code  # type: ignore[assignment]
+        if patches:
+            code, changed = patching.apply(code, [e.patch for e in patches])  # type: ignore[misc]
+        if forces:
+            force = forces[-1]
+            guard_manager = cache.no_guards()
+            if force.latch is not None:
+                cache.add_switch_guard(guard_manager, force.latch, f"dyndbg: {force.text}")
+            return (0, -force.number), Replacement(entry, guard_manager, code, changed)
+        if drops:
+            # By what the lines say: edits' own root guards shift the numbers.
+            numbers = _numbers(guards.guard_lines(entry.guard_manager), drops)
+            guard_manager = without_guards(entry.guard_manager, numbers, [])
+            return (1, -drops[-1].number), Replacement(entry, guard_manager, code, changed)
+        newest = max(e.number for e in patches + codes)
+        return (2, -newest), Replacement(entry, entry.guard_manager, code, changed)
+
+
+def _numbers(lines: list[guards.GuardLine], drops: list[Edit]) -> list[int]:
+    wanted = {e.dropped for e in drops}
+    return [ln.number for ln in lines if (ln.source, ln.text) in wanted]  # type: ignore[misc]
+
+
+def cut_text(text: str, width: int = 70) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _globals_of(original: types.CodeType) -> dict:
+    try:
+        return cache.function_of(original).__globals__
+    except CacheError:
+        return {}
+
+
+EDITS = CacheEdits()   # the process's edits: the REPL and dyndbg.cache share them

@@ -1,0 +1,247 @@
+"""Instruction-level edits of generated code, assembled with torch's own helpers.
+
+Indexes are those `ll` shows: dis's instructions without CACHE entries. Torch's
+`cleaned_instructions` may rewrite a few (3.12+ splits BINARY_SLICE, 3.13 fused
+loads), so its list is aligned with dis's by opname before an edit is placed.
+An edit mutates torch's Instruction objects and `transform_code_object`
+re-assembles jumps, the exception table, line numbers and stack size; what it
+cannot assemble, or what would pop below the bottom of the stack, is refused.
+CPython has no bytecode verifier: a local index out of range reads outside the
+frame, so locals are given by name and must exist.
+"""
+from __future__ import annotations
+
+import ast
+import difflib
+import dis
+import enum
+import sys
+import types
+from typing import NamedTuple
+
+from dyndbg.dynamo.cache import CacheError
+
+
+class PatchAction(enum.Enum):
+    REPLACE = "replace"
+    INSERT = "insert"
+    DELETE = "delete"
+
+
+class PatchOp(NamedTuple):
+    """`replace 12 LOAD_CONST 100`: ARG as dis shows it (number, constant, name)."""
+
+    action: PatchAction
+    index: int
+    opname: str | None = None
+    arg: str | None = None
+
+    def describe(self) -> str:
+        words = [self.action.value, str(self.index), self.opname or "", self.arg or ""]
+        return " ".join(w for w in words if w)
+
+
+class Patched(NamedTuple):
+    code: types.CodeType
+    changed: frozenset[int]     # indexes (as ll shows the patched code) that differ
+
+
+def parse_op(words: list[str]) -> PatchOp:
+    """`replace INDEX OPNAME [ARG]`, `insert INDEX OPNAME [ARG]`, `delete INDEX`."""
+    usage = "usage: patch ENTRY replace|insert INDEX OPNAME [ARG] | patch ENTRY delete INDEX"
+    if len(words) < 2:
+        raise CacheError(usage)
+    try:
+        action = PatchAction(words[0])
+    except ValueError:
+        raise CacheError(usage) from None
+    if not words[1].isdigit():
+        raise CacheError(f"INDEX must be an instruction index as ll shows it, not {words[1]!r}")
+    if action is PatchAction.DELETE:
+        if len(words) != 2:
+            raise CacheError(usage)
+        return PatchOp(action, int(words[1]))
+    if len(words) < 3:
+        raise CacheError(usage)
+    opname = words[2].upper()
+    if opname not in dis.opmap:
+        raise CacheError(f"no opcode {words[2]!r} in Python {sys.version_info[0]}."
+                         f"{sys.version_info[1]}")
+    return PatchOp(action, int(words[1]), opname, " ".join(words[3:]) or None)
+
+
+def apply(code: types.CodeType, ops: list[PatchOp]) -> Patched:
+    """`code` with `ops` applied in order, each to the code as already patched."""
+    patched = code
+    for op in ops:
+        patched = _apply_one(patched, op)
+    return Patched(patched, _changed(code, patched))
+
+
+def listing(code: types.CodeType) -> list[dis.Instruction]:
+    return [i for i in dis.get_instructions(code) if i.opname != "CACHE"]
+
+
+def _apply_one(code: types.CodeType, op: PatchOp) -> types.CodeType:
+    from torch._dynamo.bytecode_transformation import transform_code_object
+    shown = listing(code)
+    if not 0 <= op.index < len(shown) + (op.action is PatchAction.INSERT):
+        raise CacheError(f"no instruction {op.index}: this code has 0..{len(shown) - 1}")
+
+    def edit(instructions: list, options: dict) -> None:
+        position = _aligned(shown, instructions)
+        if op.action is PatchAction.INSERT:
+            at = position[op.index] if op.index < len(shown) else len(instructions)
+            instructions.insert(at, _instruction(op, options, instructions, position))
+            return
+        target = instructions[position[op.index]]
+        if op.action is PatchAction.DELETE:
+            following = instructions[position[op.index] + 1] \
+                if position[op.index] + 1 < len(instructions) else None
+            for other in instructions:    # jumps to it go to the next instruction
+                if other.target is target:
+                    other.target = following
+            del instructions[position[op.index]]
+            return
+        new = _instruction(op, options, instructions, position)
+        # Mutated in place, so jumps and the exception table still point at it.
+        target.opcode, target.opname, target.arg, target.argval = \
+            new.opcode, new.opname, new.arg, new.argval
+        target.target, target.argrepr = new.target, None
+
+    try:
+        patched, _ = transform_code_object(code, edit)
+    except CacheError:
+        raise
+    except Exception as error:  # noqa: BLE001 - torch's assembler says no
+        raise CacheError(f"the patched code does not assemble: {type(error).__name__}: "
+                         f"{error}") from None
+    _check_stack(patched)
+    _check_unchecked(code, patched)
+    return patched
+
+
+def _aligned(shown: list[dis.Instruction], instructions: list) -> dict[int, int]:
+    """dis index -> index in torch's instruction list (same opname where they match)."""
+    matcher = difflib.SequenceMatcher(a=[i.opname for i in shown],
+                                      b=[i.opname for i in instructions], autojunk=False)
+    position: dict[int, int] = {}
+    for a, b, size in matcher.get_matching_blocks():
+        for k in range(size):
+            position[a + k] = b + k
+    # An instruction torch rewrote: place it where its neighbour before it went.
+    last = -1
+    for k in range(len(shown)):
+        if k in position:
+            last = position[k]
+        else:
+            position[k] = last + 1
+    return position
+
+
+def _instruction(op: PatchOp, options: dict, instructions: list, position: dict[int, int]):
+    """A torch Instruction for OPNAME ARG, reading ARG the way dis prints it."""
+    from torch._dynamo.bytecode_transformation import create_instruction
+    opname, text = op.opname or "", (op.arg or "").strip()
+    opcode = dis.opmap[opname]
+    if opcode < dis.HAVE_ARGUMENT:
+        if text:
+            raise CacheError(f"{opname} takes no argument")
+        return create_instruction(opname)
+    if not text:
+        raise CacheError(f"{opname} needs an argument")
+    if opcode in dis.hasconst:
+        return create_instruction(opname, argval=_constant(text))
+    if opcode in dis.haslocal or opcode in dis.hasfree:
+        names = options["co_varnames"] if opcode in dis.haslocal else \
+            options["co_cellvars"] + options["co_freevars"]
+        if text not in names:
+            raise CacheError(f"no {'local' if opcode in dis.haslocal else 'cell'} variable "
+                             f"{text!r} in this code (it has {', '.join(names) or 'none'})")
+        return create_instruction(opname, argval=text)
+    if opcode in dis.hasname:
+        push_null = text.startswith("NULL + ")
+        name = text[len("NULL + "):] if push_null else text
+        if not name.isidentifier():
+            raise CacheError(f"{opname} takes a name, not {text!r}")
+        if name not in options["co_names"]:
+            options["co_names"] = options["co_names"] + (name,)
+        if opname == "LOAD_GLOBAL":
+            return create_instruction(opname, arg=int(push_null), argval=name)
+        if opname == "LOAD_ATTR" and sys.version_info >= (3, 12):
+            return create_instruction(opname, arg=0, argval=name)
+        return create_instruction(opname, argval=name)
+    if opcode in dis.hasjrel or opcode in dis.hasjabs:
+        if not text.isdigit() or int(text) not in position:
+            raise CacheError(f"{opname} takes the index of its target instruction, as ll shows it")
+        return create_instruction(opname, target=instructions[position[int(text)]])
+    if opname == "BINARY_OP" and not text.isdigit():
+        symbols = [symbol for _, symbol in getattr(dis, "_nb_ops", [])]
+        if text not in symbols:
+            raise CacheError(f"BINARY_OP takes a number or one of {' '.join(symbols)}")
+        return create_instruction(opname, arg=symbols.index(text))
+    if not text.isdigit():
+        raise CacheError(f"{opname} takes a number")
+    return create_instruction(opname, arg=int(text))
+
+
+def _constant(text: str) -> object:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        raise CacheError(f"not a constant: {text!r} (a number, a string, None, a tuple...)") \
+            from None
+
+
+def _check_stack(code: types.CodeType) -> None:
+    """Refuse code whose stack would go below its bottom on some path."""
+    from dyndbg.cpython.stackdepth import underflow
+    try:
+        offset = underflow(code)
+    except Exception as error:  # noqa: BLE001
+        raise CacheError(f"the patched code's stack cannot be followed: {error}") from None
+    if offset is not None:
+        instr = next(i for i in listing(code) if i.offset == offset)
+        raise CacheError(f"the patched code would pop below the bottom of the value stack "
+                         f"at {instr.opname} @{offset}")
+
+
+# These take their container by position and CPython does not check its type: a list
+# op handed a slice corrupts memory. A patch may not come before one of them.
+_UNCHECKED = {"LIST_APPEND", "LIST_EXTEND", "MAP_ADD", "DICT_MERGE", "DICT_UPDATE",
+              "SET_ADD", "SET_UPDATE", "LIST_TO_TUPLE", "CALL_INTRINSIC_1"}
+
+
+def _check_unchecked(before: types.CodeType, after: types.CodeType) -> None:
+    shown = listing(after)
+    if not shown or not shown[-1].opname.startswith(("RETURN", "RAISE", "RERAISE", "JUMP")):
+        raise CacheError("refused: the patched code would run off its end")
+    changed = _changed(before, after) or \
+        (frozenset({len(shown) - 1}) if before.co_code != after.co_code else frozenset())
+    if not changed:
+        return
+    loops = any(i.opname.startswith("JUMP_BACKWARD") for i in shown)
+    for k, instr in enumerate(shown):
+        if instr.opname in _UNCHECKED and (loops or k > min(changed)):
+            raise CacheError(f"refused: {instr.opname} at {k} (after the patch) takes its "
+                             "container by position and CPython does not check its type; an "
+                             "edit before it could corrupt memory. Patch after it, or "
+                             "`install` a code object of your own through dyndbg.cache")
+
+
+def _changed(before: types.CodeType, after: types.CodeType) -> frozenset[int]:
+    """Indexes of the patched listing that are not in the original one."""
+    old, new = _comparable(before), _comparable(after)
+    changed: set[int] = set()
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    for tag, _, _, first, last in matcher.get_opcodes():
+        if tag != "equal":
+            # A deletion marks the instruction that now stands where it was.
+            changed.update(range(first, max(last, first + 1)))
+    return frozenset(k for k in changed if k < len(new))
+
+
+def _comparable(code: types.CodeType) -> list[tuple[str, str]]:
+    # A jump's argrepr names an offset, which moves when anything before it does.
+    jumps = set(dis.hasjrel) | set(dis.hasjabs)
+    return [(i.opname, "" if i.opcode in jumps else i.argrepr) for i in listing(code)]
