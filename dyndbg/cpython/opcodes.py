@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dis
 import inspect
+import sys
 import types
 
 # A frame's start is reported as its 'call' (settrace) or PY_START (monitoring)
@@ -63,3 +64,10 @@ def rebinds_arguments(code: types.CodeType) -> bool:
             if arguments.intersection(names):
                 return True
     return False
+
+
+def pushes_null(instr: dis.Instruction) -> bool:
+    """LOAD_GLOBAL's low bit (3.11+) and LOAD_ATTR's (3.12+) push a NULL too."""
+    if instr.opname == "LOAD_GLOBAL":
+        return bool((instr.arg or 0) & 1)
+    return instr.opname == "LOAD_ATTR" and sys.version_info >= (3, 12) and bool((instr.arg or 0) & 1)

@@ -19,6 +19,7 @@ import sys
 import types
 from typing import NamedTuple
 
+from dyndbg.cpython.opcodes import pushes_null
 from dyndbg.dynamo.cache import CacheError
 
 
@@ -118,6 +119,7 @@ def _apply_one(code: types.CodeType, op: PatchOp) -> types.CodeType:
                          f"{error}") from None
     _check_stack(patched)
     _check_unchecked(code, patched)
+    _check_layout(code, patched)
     return patched
 
 
@@ -227,6 +229,42 @@ def _check_unchecked(before: types.CodeType, after: types.CodeType) -> None:
                              "container by position and CPython does not check its type; an "
                              "edit before it could corrupt memory. Patch after it, or "
                              "`install` a code object of your own through dyndbg.cache")
+
+
+# What a patch may add, change or delete: they produce or consume plain values (never
+# a NULL, never a reordering), so everything else on the stack keeps its place.
+SAFE = {"NOP", "LOAD_CONST", "LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "STORE_FAST",
+        "POP_TOP", "BINARY_OP", "BINARY_SUBSCR", "COMPARE_OP", "IS_OP", "CONTAINS_OP",
+        "UNARY_NEGATIVE", "UNARY_NOT", "UNARY_INVERT", "LOAD_ATTR", "RETURN_VALUE",
+        "RETURN_CONST", "BUILD_TUPLE"}
+
+
+def _check_layout(before: types.CodeType, after: types.CodeType) -> None:
+    """Refuse a patch that touches an instruction outside SAFE, pushes a NULL, or
+    leaves a later instruction (other than a return) at another stack depth."""
+    from dyndbg.cpython.stackdepth import stack_depths
+    old, new = listing(before), listing(after)
+    matcher = difflib.SequenceMatcher(a=_comparable(before), b=_comparable(after),
+                                      autojunk=False)
+    old_depths, new_depths = stack_depths(before), stack_depths(after)
+    for tag, a0, a1, b0, b1 in matcher.get_opcodes():
+        if tag == "equal":
+            for k in range(b1 - b0):
+                o, n = old[a0 + k], new[b0 + k]
+                if o.opname.startswith("RETURN"):
+                    continue
+                if old_depths.get(o.offset) != new_depths.get(n.offset):
+                    raise CacheError(f"refused: after the patch, {n.opname} at {b0 + k} would "
+                                     f"see a stack of depth {new_depths.get(n.offset)} instead "
+                                     f"of {old_depths.get(o.offset)}: keep the stack as it was "
+                                     "(patch a value, or a pair like LOAD_CONST + BINARY_OP)")
+            continue
+        for instr in old[a0:a1] + new[b0:b1]:
+            null = pushes_null(instr)
+            if instr.opname not in SAFE or null:
+                raise CacheError(f"refused: a patch may only add, change or delete "
+                                 f"{', '.join(sorted(SAFE))} (without NULL), not "
+                                 f"{instr.opname}{' with NULL' if null else ''}")
 
 
 def _changed(before: types.CodeType, after: types.CodeType) -> frozenset[int]:

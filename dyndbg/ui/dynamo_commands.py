@@ -132,7 +132,7 @@ class DynamoCommands:
             for line in tree:
                 mark = {True: "ok  ", False: "FAIL", None: "    "}[line.passed]
                 number = "" if line.number is None else str(line.number)
-                host.write(cut(f"{number:>3} {mark} {'  ' * line.depth}{line.text}", 160))
+                host.write(cut(f"  {mark} {number:>3}{'  ' * line.depth}{line.text}", 163))
                 if line.reason:
                     host.write(f"         {'  ' * line.depth}^ {line.reason}")
 

@@ -1,0 +1,144 @@
+"""Editing dynamo's cache (issue 14): each edit changes which entry runs or what it
+computes as its help says, checked on the program's output and torch's counters;
+undo restores the original output; bad edits are one line; fuzzed edits never
+crash the process."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, TIMEOUT, _env, run_dyndbg, run_plain
+from transcript import no_traceback
+
+PROGRAMS = ROOT / "tests" / "programs"
+SAMPLE = ROOT / "samples" / "cache_edit.py"
+
+
+def _values(stdout: str) -> dict[str, str]:
+    return dict(line.split(": ", 1) for line in stdout.splitlines() if ": " in line)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_api_edits_change_the_output_and_undo_restores_it(backend: str) -> None:
+    run = run_plain(PROGRAMS / "cache_api.py", backend)
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = _values(run.stdout)
+    assert got["first"] == "[11.0, 15.0]"
+    assert got["entries"] == "['0/1', '0/0']"                 # most recently used first
+    assert (got["check 0/0 n=2"], got["check 0/0 n=5"]) == ("True", "False")
+    assert got["evict 0/1, n=5"] == "23.0" and got["evict new graphs"] == "1"
+    assert got["guard add, n=2"] == "11.0" and got["guard add new graphs"] == "0"
+    assert got["guard drop, n=5"] == "14.0"            # 0/0's graph baked in n == 2
+    assert got["after undo, n=5"] == "23.0"
+    assert got["force once, n=7"] == "[16.0, 31.0]"    # forced once, then right again
+    assert got["patched, n=2"] == "111.0" and got["patch new graphs"] == "0"
+    assert got["run 0/0 by hand, n=2"] == "111.0"      # the patched code, by hand
+    assert got["undo all, n=2"] == "11.0" and got["run 0/0 by hand after undo"] == "11.0"
+    assert got["refused"].startswith("the patched code does not assemble") or \
+        got["refused"].startswith("refused:")
+    assert got["final"] == "[11.0, 15.0, 23.0]"
+
+
+def test_repl_commands_on_a_graph_break_program(tmp_path: Path) -> None:
+    plain = run_plain(SAMPLE)
+    listing = run_dyndbg(SAMPLE, ["ll", "c"], tmp_path).transcript
+    ret = max(int(m.group(1)) for m in re.finditer(r"(\d+) @\d+ +RETURN_VALUE", listing))
+    commands = ["b f", f"patch 0/0 insert {ret} LOAD_CONST 100",
+                f"patch 0/0 insert {ret + 1} BINARY_OP +", "edits", "c",   # n=3: [0/1]
+                "c",                                                        # n=2: patched
+                "ll", "guards", "evict 0/1", "guard add 0/0 n != 2", "c",  # n=5: recompiles
+                "undo 4", "edits", "run 0/0 x, 2", "c"]
+    run = run_dyndbg(SAMPLE, commands, tmp_path)
+    no_traceback(run)
+    out, text = run.stdout, run.transcript
+    assert "call n=2: 11.0" in out and "call n=3: 15.0" in out     # before the patch ran
+    assert "call n=2: 111.0" in out and "call n=5: 23.0" in out
+    assert "frames compiled: 4" in out                 # 0/0, 0/1, 0/2 (n=5), the resume fn
+    assert "edit 1: patch 0/0 insert" in text
+    assert "!! 2 cache edits active" in text
+    assert "f [0/0, edited]" in text
+    assert re.search(rf"->?\*? *{ret} @\d+ +LOAD_CONST +100", text) or \
+        re.search(rf" \* *{ret} @\d+ +LOAD_CONST +100", text), text
+    assert "a call with this call's inputs now recompiles f" in text
+    assert "[0/1] guard failed: dyndbg: evicted (0/1)" in text
+    assert "undid 4: guard add 0/0 n != 2" in text
+    assert "[0/0] returned Tensor f32[] cpu [111]" in text, text
+    assert plain.stdout.count("call n=") == 4
+
+
+def test_keep_and_detach(tmp_path: Path) -> None:
+    run = run_dyndbg(SAMPLE, ["evict 0/0", "keep", "edits"], tmp_path)
+    no_traceback(run)
+    assert "kept when dyndbg detaches" in run.transcript
+    assert "cache edits kept: evict 0/0" in run.transcript + run.stdout + run.stderr
+    run = run_dyndbg(SAMPLE, ["evict 0/0", "q"], tmp_path)
+    assert "detaching undid the cache edits: evict 0/0" in run.transcript + run.stdout + run.stderr
+
+
+def test_bad_edits_are_one_line(tmp_path: Path) -> None:
+    bad = ["evict", "evict zz", "evict 9/9", "force 0/0 twice", "guard add 0/0 (",
+           "guard drop 0/0 zz", "guard drop 0/0 999", "guard drop 0/0 1",
+           "patch 0/0 replace 999 NOP", "patch 0/0 insert 1 NOT_AN_OP",
+           "patch 0/0 insert 1 LOAD_FAST no_such_local", "patch 0/0 delete 5 extra",
+           "patch 0/0 insert 5 POP_TOP", "run 0/0 undefined_name", "run 0/0 (",
+           "undo 99", "undo", "graph run zz", "graph run 99", "keep on"]
+    run = run_dyndbg(SAMPLE, bad + ["edits", "c"], tmp_path)
+    no_traceback(run)
+    assert "no edits of dynamo's cache" in run.transcript
+    assert run.stdout == run_plain(SAMPLE).stdout
+    for command in bad:
+        after = run.transcript.split(f"(dyndbg) {command}\n", 1)[1]
+        reply = after.split("(dyndbg)", 1)[0].strip().splitlines()
+        assert len(reply) == 1 and reply[0].startswith("***"), (command, reply)
+
+
+def test_graph_capture_and_run(tmp_path: Path) -> None:
+    commands = ["graph capture 2", "c"]
+    program = tmp_path / "capture.py"
+    program.write_text(
+        "import torch\nimport dyndbg.cache as dc\n"
+        "def g(x, y):\n    return (x @ y).relu().sum(0)\n"
+        "cg = torch.compile(g, backend='aot_eager')\n"
+        "x, y = torch.randn(4, 3), torch.randn(3, 5)\ncg(x, y)\n"
+        "number = int([n for n in globals() if n.startswith('__compiled_fn_')][0].split('_')[4])\n"
+        "dc.graph_capture(number); cg(x, y)\n"
+        "ran = dc.graph_run(number)\nprint('captured run:', ran.same, ran.difference)\n"
+        "ran = dc.graph_run(number, x * 2, y)\nprint('given run:', ran.same, "
+        "torch.allclose(ran.compiled[0], g(x * 2, y)))\n")
+    run = run_plain(program)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "captured run: True all outputs equal" in run.stdout
+    assert "given run: True True" in run.stdout
+    del commands
+
+
+def test_refused_where_torch_has_precompile_entries(tmp_path: Path) -> None:
+    program = tmp_path / "precompiled.py"
+    program.write_text(
+        "import torch\nimport dyndbg.cache as dc\n"
+        "from torch._dynamo.eval_frame import _debug_get_cache_entry_list\n"
+        "def f(x):\n    return x + 1\n"
+        "cf = torch.compile(f, backend='eager'); cf(torch.ones(2))\n"
+        "e = _debug_get_cache_entry_list(f)[0]\n"
+        "torch._C._dynamo.eval_frame._load_precompile_entry(f.__code__, e.guard_manager, e.code)\n"
+        "try:\n    dc.force('0/0')\nexcept dc.CacheError as error:\n    print('refused:', error)\n"
+        "print('count', len(torch._C._dynamo.eval_frame._debug_get_precompile_entries(f.__code__)))\n")
+    run = run_plain(program)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "refused: f has precompile entries of torch's own" in run.stdout
+    assert "count 1" in run.stdout                    # torch's own entry is still there
+
+
+@pytest.mark.parametrize("seed", [1, 2, 6])
+def test_fuzzed_edits_never_crash(seed: int) -> None:
+    proc = subprocess.run([sys.executable, str(PROGRAMS / "cache_fuzz.py"), str(seed), "120"],
+                          capture_output=True, text=True, cwd=ROOT, env=_env(),
+                          timeout=TIMEOUT)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    summary = proc.stdout.strip().splitlines()[-1]
+    applied, refused = map(int, re.findall(r"\d+", summary)[:2])
+    assert applied > 10 and refused > 10 and summary.endswith("same True"), summary
