@@ -14,6 +14,11 @@ import pytest
 from conftest import ROOT, TIMEOUT, _env, run_dyndbg, run_plain
 from transcript import no_traceback
 
+# Validated on 3.11 only so far: on 3.12+ patch refuses (its checks reject torch's own
+# code there) and the rest is not yet checked (issue 14 stays open for it).
+pytestmark = pytest.mark.skipif(sys.version_info >= (3, 12),
+                                reason="cache editing is validated on Python 3.11 only so far")
+
 PROGRAMS = ROOT / "tests" / "programs"
 SAMPLE = ROOT / "samples" / "cache_edit.py"
 
