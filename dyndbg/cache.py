@@ -129,10 +129,10 @@ def install(compile_id: str, new_code: types.CodeType) -> Edit:
 
 
 def run(compile_id: str, *args: object, **kwargs: object) -> object:
-    """The entry's code run by hand on these arguments: no guards, outside dynamo."""
-    entry = cache.find(compile_id)
-    patched = EDITS.replacement_code(compile_id)
-    return cache.run_code(entry.original, patched.code if patched else entry.code, args, kwargs)
+    """The entry's code (as patched or installed) run by hand on these arguments: no
+    guards, outside dynamo."""
+    entry, code = EDITS.code_to_run(compile_id)
+    return cache.run_code(entry.original, code, args, kwargs)
 
 
 def edits() -> list[Edit]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import types
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from dyndbg.dynamo import cache, guards, patching
 from dyndbg.dynamo.cache import CacheError, LiveEntry
@@ -35,10 +35,8 @@ class Switch:
 
     def __init__(self, expression: str | None = None, names: dict | None = None) -> None:
         self.on = True
-        self.expression = expression
         self.code = compile(expression, "<guard>", "eval") if expression else None
         self.names = names or {}
-        self.error: str | None = None      # what the expression last raised
 
     def __call__(self, frame_locals: dict) -> bool:
         if not self.on:
@@ -47,8 +45,7 @@ class Switch:
             return False                   # evicted
         try:
             return bool(eval(self.code, self.names, dict(frame_locals)))  # noqa: S307
-        except BaseException as error:  # noqa: BLE001 - called from torch's C++
-            self.error = f"{type(error).__name__}: {error}"
+        except BaseException:  # noqa: BLE001 - called from torch's C++: counts as false
             return False
 
 
@@ -83,22 +80,26 @@ class Edit:
     def function(self) -> str:
         return self.original.co_name
 
+    @property
+    def spent(self) -> bool:
+        """A `force ... once` that has had its call."""
+        return self.latch is not None and self.latch.used
+
     def describe(self) -> str:
-        spent = " (used)" if self.latch is not None and self.latch.used else ""
-        return f"{self.number}: {self.text}  [{self.function}]{spent}"
+        return f"{self.number}: {self.text}  [{self.function}]{' (used)' if self.spent else ''}"
 
 
-class Replacement:
+class Replacement(NamedTuple):
     """What one entry runs instead while edits change it."""
 
-    def __init__(self, entry: LiveEntry, guard_manager: object, code: types.CodeType,
-                 changed: frozenset[int]) -> None:
-        self.entry, self.guard_manager, self.code, self.changed = \
-            entry, guard_manager, code, changed
+    entry: LiveEntry
+    guard_manager: object
+    code: types.CodeType
+    changed: frozenset[int]
 
 
 class CacheEdits:
-    """The active edits. `on_code(original, code, compile_id, changed, edit)` is told
+    """The active edits. `on_code(original, code, compile_id, changed)` is told
     of each replacement code object (the debugger registers it as generated)."""
 
     def __init__(self) -> None:
@@ -173,9 +174,7 @@ class CacheEdits:
 
     def patch(self, compile_id: str, op: patching.PatchOp) -> Edit:
         entry = cache.find(compile_id)
-        ops = [e.patch for e in self._active(entry.original, compile_id, EditKind.PATCH)]
-        codes = self._active(entry.original, compile_id, EditKind.CODE)
-        patching.apply(codes[-1].code if codes else entry.code, ops + [op])  # type: ignore[arg-type]
+        self._edited_code(entry, (op,))                   # refuses what does not assemble
         return self._install(Edit(0, EditKind.PATCH, entry.original, (compile_id,),
                                   f"patch {compile_id} {op.describe()}", patch=op))
 
@@ -202,21 +201,14 @@ class CacheEdits:
         return undone
 
     # -- reading -------------------------------------------------------------------
-    def replacement_code(self, compile_id: str) -> patching.Patched | None:
-        """The entry's code as patched by the active edits, if any are patches."""
-        patches = [e for e in self.edits if e.kind is EditKind.PATCH and
-                   compile_id in e.compile_ids]
-        if not patches:
-            return None
-        entry = cache.find(compile_id, patches[0].original)
-        codes = self._active(entry.original, compile_id, EditKind.CODE)
-        base = codes[-1].code if codes else entry.code
-        return patching.apply(base, [e.patch for e in patches])  # type: ignore[arg-type,misc]
+    def code_to_run(self, compile_id: str) -> tuple[LiveEntry, types.CodeType]:
+        """The entry, and its code as the active patches and installed code make it."""
+        entry = cache.find(compile_id)
+        return entry, self._edited_code(entry).code
 
     def next_call(self, original: types.CodeType, frame_locals: dict) -> str:
         """What a call of `original` with these inputs would run now."""
-        forces = [e for e in self.edits if e.original is original and e.kind is EditKind.FORCE
-                  and not (e.latch is not None and e.latch.used)]
+        forces = [e for e in self._live_forces() if e.original is original]
         if forces:
             return f"runs [{forces[-1].compile_ids[0]}] without checking guards (forced)"
         ranked = sorted(filter(None, map(self._replacement, cache.entries_of(original))),
@@ -224,9 +216,7 @@ class CacheEdits:
         for _, replacement in ranked:
             if cache.check(replacement.guard_manager, frame_locals)[0]:
                 return f"runs the edited [{replacement.entry.compile_id}]"
-        count = 0
         for entry in cache.entries_of(original):
-            count += 1
             if cache.check(entry.guard_manager, frame_locals)[0]:
                 return f"runs [{entry.compile_id}]"
         limit = cache.recompile_limit()
@@ -238,8 +228,7 @@ class CacheEdits:
                 f"recompile_limit {limit})")
 
     def forcing(self) -> bool:
-        return any(e.kind is EditKind.FORCE and not (e.latch and e.latch.used)
-                   for e in self.edits)
+        return bool(self._live_forces())
 
     def end_session(self, message: Callable[[str], None]) -> None:
         """The debugger detaches: undo the edits unless the user said `keep`."""
@@ -284,6 +273,21 @@ class CacheEdits:
         if edit.switch is not None:
             edit.switch.on = False
 
+    def _live_forces(self) -> list[Edit]:
+        return [e for e in self.edits if e.kind is EditKind.FORCE and not e.spent]
+
+    def _edited_code(self, entry: LiveEntry,
+                     more: tuple[patching.PatchOp, ...] = ()) -> patching.Patched:
+        """The entry's code: the newest installed code or its own, with the active
+        patches (and `more`) applied in order."""
+        codes = self._active(entry.original, entry.compile_id, EditKind.CODE)
+        ops = [e.patch for e in self._active(entry.original, entry.compile_id, EditKind.PATCH)]
+        base = codes[-1].code if codes else entry.code
+        ops += more
+        if not ops:
+            return patching.Patched(base, frozenset())  # type: ignore[arg-type]
+        return patching.apply(base, ops)  # type: ignore[arg-type]
+
     def _active(self, original: types.CodeType, compile_id: str, kind: EditKind) -> list[Edit]:
         return [e for e in self.edits if e.original is original and e.kind is kind
                 and compile_id in e.compile_ids]
@@ -294,16 +298,17 @@ class CacheEdits:
             entry = cache.find(compile_id, original)
         except CacheError:
             return dropped
-        ops: list[patching.PatchOp] = []
-        codes = self._active(original, compile_id, EditKind.CODE)
-        base = codes[-1].code if codes else entry.code
-        for edit in self._active(original, compile_id, EditKind.PATCH):
+        # Each patch is kept if it still applies after the ones kept before it.
+        patches = self._active(original, compile_id, EditKind.PATCH)
+        for edit in patches:
+            self.edits.remove(edit)
+        for edit in patches:
             try:
-                patching.apply(base, ops + [edit.patch])  # type: ignore[list-item]
-                ops.append(edit.patch)  # type: ignore[arg-type]
+                self._edited_code(entry, (edit.patch,))  # type: ignore[arg-type]
+                self.edits.append(edit)
             except CacheError:
-                self._remove(edit)
                 dropped.append(edit)
+        self.edits.sort(key=lambda e: e.number)
         return dropped
 
     def _rebuild(self, original: types.CodeType) -> None:
@@ -329,16 +334,11 @@ class CacheEdits:
         cid, original = entry.compile_id, entry.original
         patches = self._active(original, cid, EditKind.PATCH)
         codes = self._active(original, cid, EditKind.CODE)
-        forces = [e for e in self._active(original, cid, EditKind.FORCE)
-                  if not (e.latch is not None and e.latch.used)]   # a spent `once`
+        forces = [e for e in self._active(original, cid, EditKind.FORCE) if not e.spent]
         drops = self._active(original, cid, EditKind.GUARD_DROP)
         if not (patches or codes or forces or drops):
             return None
-        code, changed = entry.code, frozenset()
-        if codes:
-            code = codes[-1].code  # type: ignore[assignment]
-        if patches:
-            code, changed = patching.apply(code, [e.patch for e in patches])  # type: ignore[misc]
+        code, changed = self._edited_code(entry)
         if forces:
             force = forces[-1]
             guard_manager = cache.no_guards()

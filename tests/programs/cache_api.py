@@ -71,6 +71,14 @@ dc.undo_all()
 show("undo all, n=2", call(2))
 show("run 0/0 by hand after undo", dc.run("0/0", x, 2).item())
 
+def alternative(x, n):
+    return x.sum() * 0 + 42
+
+
+e = dc.install("0/0", alternative.__code__)
+show("installed, n=2", [call(2), dc.run("0/0", x, 2).item()])
+dc.undo(e.number)
+
 try:
     dc.patch("0/0", "insert", 3, "POP_TOP")
 except dc.CacheError as error:
