@@ -43,6 +43,7 @@ def test_api_edits_change_the_output_and_undo_restores_it(backend: str) -> None:
     assert got["patched, n=2"] == "111.0" and got["patch new graphs"] == "0"
     assert got["run 0/0 by hand, n=2"] == "111.0"      # the patched code, by hand
     assert got["undo all, n=2"] == "11.0" and got["run 0/0 by hand after undo"] == "11.0"
+    assert got["installed, n=2"] == "[42.0, 42.0]"          # called, and run by hand
     assert got["refused"].startswith("the patched code does not assemble") or \
         got["refused"].startswith("refused:")
     assert got["final"] == "[11.0, 15.0, 23.0]"
@@ -101,10 +102,17 @@ def test_bad_edits_are_one_line(tmp_path: Path) -> None:
         assert len(reply) == 1 and reply[0].startswith("***"), (command, reply)
 
 
+def _run_program(tmp_path: Path, source: str) -> str:
+    """Run a small program of the test's own; its stdout (it must exit 0)."""
+    program = tmp_path / "program.py"
+    program.write_text(source)
+    run = run_plain(program)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run.stdout
+
+
 def test_graph_capture_and_run(tmp_path: Path) -> None:
-    commands = ["graph capture 2", "c"]
-    program = tmp_path / "capture.py"
-    program.write_text(
+    out = _run_program(tmp_path,
         "import torch\nimport dyndbg.cache as dc\n"
         "def g(x, y):\n    return (x @ y).relu().sum(0)\n"
         "cg = torch.compile(g, backend='aot_eager')\n"
@@ -114,16 +122,12 @@ def test_graph_capture_and_run(tmp_path: Path) -> None:
         "ran = dc.graph_run(number)\nprint('captured run:', ran.same, ran.difference)\n"
         "ran = dc.graph_run(number, x * 2, y)\nprint('given run:', ran.same, "
         "torch.allclose(ran.compiled[0], g(x * 2, y)))\n")
-    run = run_plain(program)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert "captured run: True all outputs equal" in run.stdout
-    assert "given run: True True" in run.stdout
-    del commands
+    assert "captured run: True all outputs equal" in out
+    assert "given run: True True" in out
 
 
 def test_refused_where_torch_has_precompile_entries(tmp_path: Path) -> None:
-    program = tmp_path / "precompiled.py"
-    program.write_text(
+    out = _run_program(tmp_path,
         "import torch\nimport dyndbg.cache as dc\n"
         "from torch._dynamo.eval_frame import _debug_get_cache_entry_list\n"
         "def f(x):\n    return x + 1\n"
@@ -132,10 +136,8 @@ def test_refused_where_torch_has_precompile_entries(tmp_path: Path) -> None:
         "torch._C._dynamo.eval_frame._load_precompile_entry(f.__code__, e.guard_manager, e.code)\n"
         "try:\n    dc.force('0/0')\nexcept dc.CacheError as error:\n    print('refused:', error)\n"
         "print('count', len(torch._C._dynamo.eval_frame._debug_get_precompile_entries(f.__code__)))\n")
-    run = run_plain(program)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert "refused: f has precompile entries of torch's own" in run.stdout
-    assert "count 1" in run.stdout                    # torch's own entry is still there
+    assert "refused: f has precompile entries of torch's own" in out
+    assert "count 1" in out                           # torch's own entry is still there
 
 
 @pytest.mark.parametrize("seed", [1, 2, 6])

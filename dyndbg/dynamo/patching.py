@@ -80,7 +80,7 @@ def apply(code: types.CodeType, ops: list[PatchOp]) -> Patched:
     patched = code
     for op in ops:
         patched = _apply_one(patched, op)
-    return Patched(patched, _changed(_reassembled(code), patched))
+    return Patched(patched, _Diff.of(_reassembled(code), patched).changed())
 
 
 def _reassembled(code: types.CodeType) -> types.CodeType:
@@ -132,9 +132,10 @@ def _apply_one(code: types.CodeType, op: PatchOp) -> types.CodeType:
         raise CacheError(f"the patched code does not assemble: {type(error).__name__}: "
                          f"{error}") from None
     _check_stack(patched)
-    baseline = _reassembled(code)
-    _check_unchecked(baseline, patched)
-    _check_layout(baseline, patched)
+    diff = _Diff.of(_reassembled(code), patched)
+    _check_end(diff)
+    _check_unchecked(diff)
+    _check_layout(diff)
     return patched
 
 
@@ -229,16 +230,18 @@ _UNCHECKED = {"LIST_APPEND", "LIST_EXTEND", "MAP_ADD", "DICT_MERGE", "DICT_UPDAT
               "SET_ADD", "SET_UPDATE", "LIST_TO_TUPLE", "CALL_INTRINSIC_1"}
 
 
-def _check_unchecked(before: types.CodeType, after: types.CodeType) -> None:
-    shown = listing(after)
-    if not shown or not shown[-1].opname.startswith(("RETURN", "RAISE", "RERAISE", "JUMP")):
+def _check_end(diff: _Diff) -> None:
+    if not diff.new or not diff.new[-1].opname.startswith(("RETURN", "RAISE", "RERAISE", "JUMP")):
         raise CacheError("refused: the patched code would run off its end")
-    changed = _changed(before, after) or \
-        (frozenset({len(shown) - 1}) if before.co_code != after.co_code else frozenset())
+
+
+def _check_unchecked(diff: _Diff) -> None:
+    changed = diff.changed() or (frozenset({len(diff.new) - 1})
+                                 if diff.before.co_code != diff.after.co_code else frozenset())
     if not changed:
         return
-    loops = any(i.opname.startswith("JUMP_BACKWARD") for i in shown)
-    for k, instr in enumerate(shown):
+    loops = any(i.opname.startswith("JUMP_BACKWARD") for i in diff.new)
+    for k, instr in enumerate(diff.new):
         if instr.opname in _UNCHECKED and (loops or k > min(changed)):
             raise CacheError(f"refused: {instr.opname} at {k} (after the patch) takes its "
                              "container by position and CPython does not check its type; an "
@@ -254,15 +257,13 @@ SAFE = {"NOP", "LOAD_CONST", "LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "STORE_FA
         "RETURN_CONST", "BUILD_TUPLE"}
 
 
-def _check_layout(before: types.CodeType, after: types.CodeType) -> None:
+def _check_layout(diff: _Diff) -> None:
     """Refuse a patch that touches an instruction outside SAFE, pushes a NULL, or
     leaves a later instruction (other than a return) at another stack depth."""
     from dyndbg.cpython.stackdepth import stack_depths
-    old, new = listing(before), listing(after)
-    matcher = difflib.SequenceMatcher(a=_comparable(before), b=_comparable(after),
-                                      autojunk=False)
-    old_depths, new_depths = stack_depths(before), stack_depths(after)
-    for tag, a0, a1, b0, b1 in matcher.get_opcodes():
+    old, new = diff.old, diff.new
+    old_depths, new_depths = stack_depths(diff.before), stack_depths(diff.after)
+    for tag, a0, a1, b0, b1 in diff.opcodes:
         if tag == "equal":
             for k in range(b1 - b0):
                 o, n = old[a0 + k], new[b0 + k]
@@ -282,19 +283,35 @@ def _check_layout(before: types.CodeType, after: types.CodeType) -> None:
                                  f"{instr.opname}{' with NULL' if null else ''}")
 
 
-def _changed(before: types.CodeType, after: types.CodeType) -> frozenset[int]:
-    """Indexes of the patched listing that are not in the original one."""
-    old, new = _comparable(before), _comparable(after)
-    changed: set[int] = set()
-    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
-    for tag, _, _, first, last in matcher.get_opcodes():
-        if tag != "equal":
-            # A deletion marks the instruction that now stands where it was.
-            changed.update(range(first, max(last, first + 1)))
-    return frozenset(k for k in changed if k < len(new))
+class _Diff(NamedTuple):
+    """The listings of the code before and after a patch, matched once."""
+
+    before: types.CodeType
+    after: types.CodeType
+    old: list[dis.Instruction]
+    new: list[dis.Instruction]
+    opcodes: list[tuple[str, int, int, int, int]]   # difflib's, over (opname, argrepr)
+
+    @classmethod
+    def of(cls, before: types.CodeType, after: types.CodeType) -> _Diff:
+        old, new = listing(before), listing(after)
+        matcher = difflib.SequenceMatcher(a=_comparable(old), b=_comparable(new),
+                                          autojunk=False)
+        return cls(before, after, old, new, matcher.get_opcodes())
+
+    def changed(self) -> frozenset[int]:
+        """Indexes of the patched listing that are not in the original one."""
+        changed: set[int] = set()
+        for tag, _, _, first, last in self.opcodes:
+            if tag != "equal":
+                # A deletion marks the instruction that now stands where it was.
+                changed.update(range(first, max(last, first + 1)))
+        return frozenset(k for k in changed if k < len(self.new))
 
 
-def _comparable(code: types.CodeType) -> list[tuple[str, str]]:
+_JUMPS = set(dis.hasjrel) | set(dis.hasjabs)
+
+
+def _comparable(instructions: list[dis.Instruction]) -> list[tuple[str, str]]:
     # A jump's argrepr names an offset, which moves when anything before it does.
-    jumps = set(dis.hasjrel) | set(dis.hasjabs)
-    return [(i.opname, "" if i.opcode in jumps else i.argrepr) for i in listing(code)]
+    return [(i.opname, "" if i.opcode in _JUMPS else i.argrepr) for i in instructions]

@@ -67,11 +67,12 @@ class Registry:
         self.on_add: Callable[[GeneratedCode], None] | None = None  # told of each new entry
 
     def add_transformed(self, original: types.CodeType, new: types.CodeType,
-                        compile_id: str | None) -> GeneratedCode:
+                        compile_id: str | None,
+                        edited: frozenset[int] | None = None) -> GeneratedCode:
         if compile_id is not None:
             compile_id = compile_id.split("_")[0]  # "0/0_1" is attempt 1 of 0/0
         entry = GeneratedCode(new, "transformed", original, compile_id, len(self._by_id),
-                              has_marker=has_marker(new))
+                              has_marker=has_marker(new), edited=edited)
         self.has_markers = self.has_markers or entry.has_marker
         if original is not None:
             self._transformed_from.add(id(original))
@@ -81,12 +82,8 @@ class Registry:
     def add_edited(self, original: types.CodeType, code: types.CodeType, compile_id: str,
                    changed: frozenset[int]) -> None:
         """Code a cache edit installed (patched, or the entry's own under other guards)."""
-        if id(code) in self._by_id:
-            return
-        entry = GeneratedCode(code, "transformed", original, compile_id, len(self._by_id),
-                              has_marker=has_marker(code), edited=changed)
-        self._transformed_from.add(id(original))
-        self._add(entry)
+        if id(code) not in self._by_id:
+            self.add_transformed(original, code, compile_id, edited=changed)
 
     def _add(self, entry: GeneratedCode) -> None:
         self._by_id[id(entry.code)] = entry

@@ -121,13 +121,14 @@ class CacheCommands:
         Run the entry's code on ARGS (Python expressions, evaluated here; name=
         value for keywords) outside dynamo: no guards are checked, resume
         functions it calls run as plain Python. Shows the result."""
-        entry, _, rest = arg.strip().partition(" ")
-        if not entry:
+        word, _, rest = arg.strip().partition(" ")
+        if not word:
             raise CommandError("usage: run ENTRY ARGS...")
+        entry = parse_entry(word)
         args, kwargs = self._arguments(rest)
         with _one_line():
-            result = api.run(parse_entry(entry), *args, **kwargs)
-        self.host.write(f"[{parse_entry(entry)}] returned {cut(summarize(result), 200)}")
+            result = api.run(entry, *args, **kwargs)
+        self.host.write(f"[{entry}] returned {cut(summarize(result), 200)}")
 
     def _arguments(self, text: str) -> tuple[tuple, dict]:
         def collect(*args: object, **kwargs: object) -> tuple[tuple, dict]:
