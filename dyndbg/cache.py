@@ -222,7 +222,8 @@ def _compare(a: object, b: object) -> tuple[bool, str]:
     for k, (x, y) in enumerate(zip(left, right)):
         if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
             if x.shape != y.shape or x.dtype != y.dtype:
-                return False, f"output {k}: {x.dtype}{list(x.shape)} against {y.dtype}{list(y.shape)}"
+                return False, (f"output {k}: {x.dtype}{list(x.shape)} against "
+                               f"{y.dtype}{list(y.shape)}")
             if not torch.allclose(x, y, equal_nan=True):
                 diff = (x.double() - y.double()).abs().max().item()
                 return False, f"output {k}: max abs difference {diff:.3g}"

@@ -70,4 +70,5 @@ def pushes_null(instr: dis.Instruction) -> bool:
     """LOAD_GLOBAL's low bit (3.11+) and LOAD_ATTR's (3.12+) push a NULL too."""
     if instr.opname == "LOAD_GLOBAL":
         return bool((instr.arg or 0) & 1)
-    return instr.opname == "LOAD_ATTR" and sys.version_info >= (3, 12) and bool((instr.arg or 0) & 1)
+    return (instr.opname == "LOAD_ATTR" and sys.version_info >= (3, 12)
+            and bool((instr.arg or 0) & 1))
