@@ -3,6 +3,7 @@ derived from the `do_*` docstrings: no torch, no subprocess."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -291,3 +292,15 @@ def test_no_module_of_the_ui_imports_the_session_back() -> None:
             elif isinstance(node, ast.Import):
                 imported.update(alias.name for alias in node.names)
         assert "dyndbg.ui.session" not in imported, path.name
+
+
+@pytest.mark.parametrize("line", ["    114 @418          SWAP                 2",
+                                  "  * 116 @422          LOAD_CONST           100",
+                                  "->  117 @424    B1    BINARY_OP            +",
+                                  "->* 117 @424      >> BINARY_OP            +"])
+def test_colour_keeps_a_listing_line_as_it_is(line: str) -> None:
+    # Painting once dropped the space after the offset, and missed edited lines (`*`).
+    from dyndbg.ui.style import Highlighter
+    painted = Highlighter(True).disassembly_line(line)
+    assert "\x1b[" in painted
+    assert re.sub(r"\x1b\[[0-9;]*m", "", painted) == line

@@ -7,7 +7,8 @@ import os
 import re
 from typing import TextIO
 
-_DIS_LINE = re.compile(r"^(?P<marker>->|  ) (?P<index>\s*\d+) (?P<offset>@\d+\s*) "
+# The marker: `->` on the current instruction, `*` after it on one a cache edit changed.
+_DIS_LINE = re.compile(r"^(?P<marker>(?:->|  )[ *])(?P<index>\s*\d+) (?P<offset>@\d+\s*) "
                        r"(?P<bp>[Bb]\d+\??\s*|\s{4})(?P<target>>>|  ) (?P<op>[A-Z_]+)(?P<rest>.*)$")
 _SOURCE_HEADER = re.compile(r"^(?P<head>   \S+:\d+  )(?P<code>.*)$")
 
@@ -65,11 +66,11 @@ class Highlighter:
         match = _DIS_LINE.match(line)
         if not match:
             return line
-        current = match["marker"] == "->"
+        current = match["marker"].startswith("->")
         return "".join([
-            self.paint(match["marker"], BOLD, YELLOW) if current else match["marker"], " ",
+            self.paint(match["marker"], BOLD, YELLOW) if current else match["marker"],
             self.paint(match["index"], BOLD) if current else match["index"], " ",
-            self.paint(match["offset"], DIM),
+            self.paint(match["offset"], DIM), " ",
             self.paint(match["bp"], BOLD, RED) if match["bp"].strip() else match["bp"],
             self.paint(match["target"], MAGENTA) if match["target"].strip() else match["target"],
             " ", self.paint(match["op"], BOLD, BLUE if not current else YELLOW),
