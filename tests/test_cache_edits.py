@@ -67,6 +67,8 @@ def test_repl_commands_on_a_graph_break_program(tmp_path: Path) -> None:
     assert "edit 1: patch 0/0 insert" in text
     assert "!! 2 cache edits active" in text
     assert "f [0/0, edited]" in text
+    assert "the edited code of [0/0] runs; these are the entry's own guards" in text
+    assert re.search(r"guards of \[0/0\] \(running\).*\n  ok +\d+ ", text), text
     assert re.search(rf"->?\*? *{ret} @\d+ +LOAD_CONST +100", text) or \
         re.search(rf" \* *{ret} @\d+ +LOAD_CONST +100", text), text
     assert "a call with this call's inputs now recompiles f" in text

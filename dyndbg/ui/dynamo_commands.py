@@ -117,14 +117,19 @@ class DynamoCommands:
         frame_locals = self._entry_locals_of(host.frame)
         if entry.original is None:
             raise CommandError(f"{entry.label()} was never compiled: it has no guards")
-        targets = [entry.code]
-        if arg.strip() == "all":
-            targets = [e.code for e in guards.cache_entries(entry.original)]
+        entries = guards.cache_entries(entry.original)
+        running_code = entry.code
+        if entry.edited is not None:
+            # A cache edit's code is not itself an entry: show the entry it stands for.
+            running_code = next((e.code for e in entries if e.compile_id == entry.compile_id),
+                                entry.code)
+            host.write(f"the edited code of [{entry.compile_id}] runs; these are the entry's "
+                       "own guards ('edits' says how an edit changes them)")
+        targets = [e.code for e in entries] if arg.strip() == "all" else [running_code]
         for code in targets:
-            compile_id = next((e.compile_id for e in guards.cache_entries(entry.original)
-                               if e.code is code), "?")
+            compile_id = next((e.compile_id for e in entries if e.code is code), "?")
             tree = guards.guard_tree(entry.original, code, frame_locals)
-            running = " (running)" if code is entry.code else ""
+            running = " (running)" if code is running_code else ""
             host.write(f"guards of [{compile_id}]{running}, against this call's inputs:")
             if isinstance(tree, str):
                 host.write(f"  {tree}")
