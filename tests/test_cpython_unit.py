@@ -11,6 +11,7 @@ from dyndbg.cpython import (NULL, StackUnavailable, call_site, depth_before,
                             instruction_start, read_value_stack, returned_value)
 from dyndbg.cpython import layouts, valuestack
 from dyndbg.cpython.layouts import FrameLayout
+from dyndbg.cpython.stackdepth import underflow
 
 
 @pytest.fixture
@@ -52,6 +53,43 @@ def test_static_depths_of_a_small_function() -> None:
     depths = {i.opname: depth_before(code, i.offset) for i in dis.get_instructions(code)
               if i.opname in ("BINARY_OP", "RETURN_VALUE")}
     assert depths == {"BINARY_OP": 2, "RETURN_VALUE": 1}
+
+
+def _without_first(code, opnames: tuple[str, ...]):
+    """`code` with its first instruction named in `opnames` made a NOP (its operand
+    not pushed): what a bad patch leaves."""
+    instr = next(i for i in dis.get_instructions(code) if i.opname in opnames)
+    raw = bytearray(code.co_code)
+    raw[instr.offset:instr.offset + 2] = bytes([dis.opmap["NOP"], 0])
+    return code.replace(co_code=bytes(raw)), instr
+
+
+@pytest.mark.parametrize("source, operand, reader", [
+    ("lambda a, b: a + b", ("LOAD_FAST", "LOAD_FAST_LOAD_FAST"), "BINARY_OP"),
+    ("lambda a: a.x", ("LOAD_FAST",), "LOAD_ATTR"),
+    ("lambda a: a.m()", ("LOAD_FAST",), ("LOAD_METHOD", "LOAD_ATTR")),  # 3.12+: method bit
+    ("lambda a: [*a]", ("LOAD_FAST",), "LIST_EXTEND"),
+    ("lambda a: next(iter(a))", ("LOAD_FAST",), "CALL"),
+])
+def test_underflow_finds_an_instruction_that_reads_below_the_stack(source, operand,
+                                                                   reader) -> None:
+    code = eval(source).__code__  # noqa: S307 - a literal lambda
+    assert underflow(code) is None
+    broken, _ = _without_first(code, operand)
+    offset = underflow(broken)
+    assert offset is not None
+    readers = reader if isinstance(reader, tuple) else (reader,)
+    assert next(i for i in dis.get_instructions(broken) if i.offset == offset).opname in readers
+
+
+def test_underflow_accepts_real_code() -> None:
+    import asyncio.tasks
+    import contextlib
+    import json.decoder
+    codes = [obj.__code__ for module in (json.decoder, contextlib, asyncio.tasks, dis)
+             for obj in vars(module).values() if hasattr(obj, "__code__")]  # generators too
+    assert len(codes) > 50
+    assert [c.co_name for c in codes if underflow(c) is not None] == []
 
 
 def _calls(f, x):

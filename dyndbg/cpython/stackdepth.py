@@ -24,6 +24,10 @@ def _effect(instr: dis.Instruction, jump: bool) -> int:
     # leaves the stack alone and CALL pops them.
     if instr.opname == "PRECALL":
         return 0
+    # A generator frame resumes after RETURN_GENERATOR with the sent value pushed
+    # (3.13's table counts it; 3.11 and 3.12's do not).
+    if instr.opname == "RETURN_GENERATOR":
+        return 1
     if instr.opname == "CALL" and sys.version_info < (3, 12):
         return -(instr.arg or 0) - 1
     if instr.opcode < dis.HAVE_ARGUMENT:
@@ -66,12 +70,17 @@ _REACH = {"SWAP": 0, "COPY": 0, "LIST_APPEND": 1, "LIST_EXTEND": 1, "SET_ADD": 1
           "SET_UPDATE": 1, "DICT_UPDATE": 1, "DICT_MERGE": 1, "MAP_ADD": 2}
 
 
+# Those that push more than they leave room for in the rule below: their operands.
+_POPS = {"LOAD_ATTR": 1, "LOAD_METHOD": 1, "LOAD_SUPER_ATTR": 3, "FOR_ITER": 1,
+         "UNPACK_SEQUENCE": 1, "UNPACK_EX": 1, "BEFORE_WITH": 1}
+
+
 def _needed(instr: dis.Instruction) -> int:
     """How deep the stack must be for `instr` to stay inside it."""
     if instr.opname in _REACH:
         return (instr.arg or 0) + _REACH[instr.opname]
     pushes = 1 if instr.opname in _PUSHES_ONE else 0
-    return max(0, pushes - _effect(instr, False))
+    return max(_POPS.get(instr.opname, 0), pushes - _effect(instr, False))
 
 
 def underflow(code: types.CodeType) -> int | None:
