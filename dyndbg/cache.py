@@ -14,14 +14,13 @@ Every edit is numbered and undoable; see dyndbg/dynamo/edits.py for how.
 from __future__ import annotations
 
 import inspect
-import sys
 import types
 from typing import Callable, NamedTuple
 
 from dyndbg.dynamo import cache, graphs, guards as guard_trees, patching
 from dyndbg.dynamo.cache import CacheError
 from dyndbg.dynamo.edits import EDITS, Edit
-from dyndbg.dynamo.names import graph_number
+from dyndbg.dynamo.names import find_graph_global
 
 __all__ = ["CacheError", "Edit", "EntryView", "GraphRun", "entries", "code", "guards",
            "check", "evict", "evict_all", "force", "add_guard", "drop_guard", "patch",
@@ -157,14 +156,10 @@ class GraphRun(NamedTuple):
 
 
 def _graph_global(number: int) -> tuple[dict, str]:
-    for module in list(sys.modules.values()):
-        namespace = getattr(module, "__dict__", None)
-        if not isinstance(namespace, dict):
-            continue
-        for name in [n for n in list(namespace) if n.startswith("__compiled_fn_")]:
-            if graph_number(name) == number:
-                return namespace, name
-    raise CacheError(f"no compiled graph {number} (yet)")
+    found = find_graph_global(str(number))
+    if found is None:
+        raise CacheError(f"no compiled graph {number} (yet)")
+    return found
 
 
 _captured: dict[int, tuple] = {}

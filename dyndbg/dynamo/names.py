@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import re
+import sys
+from typing import Iterable
 
 # The suffix is a uuid in torch 2.x; any word suffix is accepted.
 GRAPH_NAME = re.compile(r"__compiled_fn_(\d+)(?:_\w*)?")
@@ -21,6 +23,19 @@ def graph_number(name: str) -> int | None:
     """2 for `__compiled_fn_2_<uuid>` or `__compiled_fn_2`, else None."""
     match = GRAPH_NAME.fullmatch(name)
     return int(match.group(1)) if match else None
+
+
+def find_graph_global(spec: str, first: Iterable[dict] = ()) -> tuple[dict, str] | None:
+    """(namespace, global name) of compiled graph `spec` (its number or name): in the
+    namespaces `first` (a stop's frames' globals), then in every module's."""
+    number = int(spec) if spec.isdigit() else graph_number(spec)
+    namespaces = list(first) + [vars(m) for m in list(sys.modules.values())
+                                if isinstance(getattr(m, "__dict__", None), dict)]
+    for namespace in namespaces:
+        for name in [n for n in list(namespace) if n.startswith("__compiled_fn_")]:
+            if name == spec or (number is not None and graph_number(name) == number):
+                return namespace, name
+    return None
 
 
 def readable_name(name: str, module_globals: dict | None = None) -> str:

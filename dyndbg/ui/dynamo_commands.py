@@ -1,12 +1,11 @@
 """Commands about what dynamo made: graphs, guards, cache entries."""
 from __future__ import annotations
 
-import sys
 import types
 from typing import TYPE_CHECKING
 
 from dyndbg.dynamo import graphs, guards
-from dyndbg.dynamo.names import GRAPH_NAME, graph_number, readable
+from dyndbg.dynamo.names import GRAPH_NAME, find_graph_global, graph_number, readable
 from dyndbg.ui.host import Host
 from dyndbg.ui.parsing import CommandError
 from dyndbg.ui.values import cut, summarize
@@ -38,14 +37,11 @@ class DynamoCommands:
                 raise CommandError("no graph at this instruction or in this code: "
                                    "give a number or name (graph N)")
             spec = names[0]
-        number = int(spec) if spec.isdigit() else graph_number(spec)
-        namespaces = [f.f_globals for f in frames] + [
-            vars(m) for m in list(sys.modules.values()) if hasattr(m, "__dict__")]
-        for namespace in namespaces:
-            for name in [n for n in list(namespace) if n.startswith("__compiled_fn_")]:
-                if (number is not None and graph_number(name) == number) or name == spec:
-                    return name, namespace[name]
-        raise CommandError(f"no compiled graph {spec!r} found (yet)")
+        found = find_graph_global(spec, [f.f_globals for f in frames])
+        if found is None:
+            raise CommandError(f"no compiled graph {spec!r} found (yet)")
+        namespace, name = found
+        return name, namespace[name]
 
     def do_graph(self, arg: str) -> None:
         """graph [N | NAME] [--output-code] | graph run N [INPUTS...] | graph capture N
