@@ -66,6 +66,15 @@ def rebinds_arguments(code: types.CodeType) -> bool:
     return False
 
 
+# 3.12+ LOAD_FAST (and 3.13's LOAD_FAST_LOAD_FAST) trust the compiler's proof that
+# the local is bound and crash on an unbound one; LOAD_FAST_CHECK raises
+# UnboundLocalError, as 3.11's LOAD_FAST does. Code that is changed after the
+# compiler (a patch) must load with the checked form.
+CHECKED_LOCAL_LOAD = "LOAD_FAST_CHECK" if sys.version_info >= (3, 12) else "LOAD_FAST"
+UNCHECKED_LOCAL_LOADS = frozenset({"LOAD_FAST", "LOAD_FAST_LOAD_FAST"}
+                                  if sys.version_info >= (3, 12) else ())
+
+
 def pushes_null(instr: dis.Instruction) -> bool:
     """LOAD_GLOBAL's low bit (3.11+) and LOAD_ATTR's (3.12+) push a NULL too."""
     if instr.opname == "LOAD_GLOBAL":

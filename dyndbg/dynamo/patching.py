@@ -1,17 +1,19 @@
 """Instruction-level edits of generated code, assembled with torch's own helpers.
 
-Indexes are those `ll` shows: dis's instructions without CACHE entries. Torch's
-`cleaned_instructions` may rewrite a few (3.12+ splits BINARY_SLICE, 3.13 fused
-loads), so its list is aligned with dis's by opname before an edit is placed.
-An edit mutates torch's Instruction objects and `transform_code_object`
-re-assembles jumps, the exception table, line numbers and stack size; what it
-cannot assemble, or what would pop below the bottom of the stack, is refused.
+Indexes are those `ll` shows: dis's instructions without CACHE entries. Torch is
+asked not to rewrite any (`safe=True`: by default 3.12+ splits BINARY_SLICE and 3.13
+fused loads, which would move every later index); its list is still aligned with
+dis's by opname (EXTENDED_ARG) before an edit is placed. An edit mutates torch's
+Instruction objects and `transform_code_object` re-assembles jumps, the exception
+table, line numbers and stack size; what it cannot assemble, or what would pop
+below the bottom of the stack, is refused.
 CPython has no bytecode verifier: a local index out of range reads outside the
 frame, so locals are given by name and must exist.
 """
 from __future__ import annotations
 
 import ast
+import collections
 import difflib
 import dis
 import enum
@@ -19,7 +21,7 @@ import sys
 import types
 from typing import NamedTuple
 
-from dyndbg.cpython.opcodes import pushes_null
+from dyndbg.cpython.opcodes import CHECKED_LOCAL_LOAD, UNCHECKED_LOCAL_LOADS, pushes_null
 from dyndbg.dynamo.cache import CacheError
 
 
@@ -73,10 +75,6 @@ def parse_op(words: list[str]) -> PatchOp:
 
 def apply(code: types.CodeType, ops: list[PatchOp]) -> Patched:
     """`code` with `ops` applied in order, each to the code as already patched."""
-    if sys.version_info >= (3, 12):
-        # Not yet: the safety checks refuse torch's own 3.12+ code (issue 14 is open).
-        raise CacheError("patch: not available on Python 3.12+ yet (its safety checks are "
-                         "validated on 3.11 only); install() takes a code object of your own")
     patched = code
     for op in ops:
         patched = _apply_one(patched, op)
@@ -84,11 +82,11 @@ def apply(code: types.CodeType, ops: list[PatchOp]) -> Patched:
 
 
 def _reassembled(code: types.CodeType) -> types.CodeType:
-    """The code as torch's assembler writes it back unchanged (3.12+ rewrites a few
-    instructions, BINARY_SLICE for one): what a patch is compared with."""
+    """The code as torch's assembler writes it back unchanged: what a patch is compared
+    with, so that whatever the assembler lays out its own way is not counted as the patch."""
     from torch._dynamo.bytecode_transformation import transform_code_object
     try:
-        return transform_code_object(code, lambda instructions, options: None)[0]
+        return transform_code_object(code, lambda instructions, options: None, safe=True)[0]
     except Exception:  # noqa: BLE001
         return code
 
@@ -104,6 +102,11 @@ def _apply_one(code: types.CodeType, op: PatchOp) -> types.CodeType:
         raise CacheError(f"no instruction {op.index}: this code has 0..{len(shown) - 1}")
 
     def edit(instructions: list, options: dict) -> None:
+        stores = _stores(instructions)
+        _edit(instructions, options)
+        _check_loads(instructions, stores)
+
+    def _edit(instructions: list, options: dict) -> None:
         position = _aligned(shown, instructions)
         if op.action is PatchAction.INSERT:
             at = position[op.index] if op.index < len(shown) else len(instructions)
@@ -125,7 +128,7 @@ def _apply_one(code: types.CodeType, op: PatchOp) -> types.CodeType:
         target.target, target.argrepr = new.target, None
 
     try:
-        patched, _ = transform_code_object(code, edit)
+        patched, _ = transform_code_object(code, edit, safe=True)
     except CacheError:
         raise
     except Exception as error:  # noqa: BLE001 - torch's assembler says no
@@ -171,11 +174,17 @@ def _instruction(op: PatchOp, options: dict, instructions: list, position: dict[
     if opcode in dis.hasconst:
         return create_instruction(opname, argval=_constant(text))
     if opcode in dis.haslocal or opcode in dis.hasfree:
-        names = options["co_varnames"] if opcode in dis.haslocal else \
-            options["co_cellvars"] + options["co_freevars"]
+        cells = options["co_cellvars"] + options["co_freevars"]
+        names = options["co_varnames"] if opcode in dis.haslocal else cells
         if text not in names:
             raise CacheError(f"no {'local' if opcode in dis.haslocal else 'cell'} variable "
                              f"{text!r} in this code (it has {', '.join(names) or 'none'})")
+        if opcode in dis.haslocal and text in cells:
+            # Its slot holds the cell: LOAD_DEREF would read a plain value as one.
+            raise CacheError(f"{text!r} is a cell variable here (a closure shares it): "
+                             "LOAD_DEREF reads it; a patch may not store it")
+        if opname == "LOAD_FAST":
+            opname = CHECKED_LOCAL_LOAD     # the patch may load it before it is bound
         return create_instruction(opname, argval=text)
     if opcode in dis.hasname:
         push_null = text.startswith("NULL + ")
@@ -203,6 +212,27 @@ def _instruction(op: PatchOp, options: dict, instructions: list, position: dict[
     return create_instruction(opname, arg=int(text))
 
 
+def _stores(instructions: list) -> collections.Counter[str]:
+    return collections.Counter(i.argval for i in instructions if i.opname == "STORE_FAST")
+
+
+def _check_loads(instructions: list, stores_before: collections.Counter[str]) -> None:
+    """Where a patch removed a store, the local's later loads must check that it is
+    bound (3.12+: an unchecked load of an unbound local crashes)."""
+    stores = _stores(instructions)
+    gone = {name for name, count in stores_before.items() if stores[name] < count}
+    for instr in instructions:
+        if instr.opname not in UNCHECKED_LOCAL_LOADS:
+            continue
+        names = instr.argval if isinstance(instr.argval, tuple) else (instr.argval,)
+        if not gone.intersection(names):
+            continue
+        if instr.opname != "LOAD_FAST":
+            raise CacheError(f"refused: {instr.opname} {', '.join(names)} would read a local "
+                             "the patch leaves unbound, without checking")
+        instr.opname, instr.opcode = CHECKED_LOCAL_LOAD, dis.opmap[CHECKED_LOCAL_LOAD]
+
+
 def _constant(text: str) -> object:
     try:
         return ast.literal_eval(text)
@@ -224,10 +254,14 @@ def _check_stack(code: types.CodeType) -> None:
                          f"at {instr.opname} @{offset}")
 
 
-# These take their container by position and CPython does not check its type: a list
-# op handed a slice corrupts memory. A patch may not come before one of them.
+# These trust the type of an operand (CPython checks it in debug builds only): a list
+# op handed a slice corrupts memory, FOR_ITER calls an int's missing tp_iternext,
+# MAKE_FUNCTION reads a constant as a code object, RERAISE a value as an exception
+# (each crash seen). A patch may not come before one of them.
 _UNCHECKED = {"LIST_APPEND", "LIST_EXTEND", "MAP_ADD", "DICT_MERGE", "DICT_UPDATE",
-              "SET_ADD", "SET_UPDATE", "LIST_TO_TUPLE", "CALL_INTRINSIC_1"}
+              "SET_ADD", "SET_UPDATE", "LIST_TO_TUPLE", "CALL_INTRINSIC_1",
+              "CALL_INTRINSIC_2", "FOR_ITER", "MAKE_FUNCTION", "SET_FUNCTION_ATTRIBUTE",
+              "RERAISE", "POP_EXCEPT"}
 
 
 def _check_end(diff: _Diff) -> None:
@@ -243,18 +277,18 @@ def _check_unchecked(diff: _Diff) -> None:
     loops = any(i.opname.startswith("JUMP_BACKWARD") for i in diff.new)
     for k, instr in enumerate(diff.new):
         if instr.opname in _UNCHECKED and (loops or k > min(changed)):
-            raise CacheError(f"refused: {instr.opname} at {k} (after the patch) takes its "
-                             "container by position and CPython does not check its type; an "
-                             "edit before it could corrupt memory. Patch after it, or "
-                             "`install` a code object of your own through dyndbg.cache")
+            raise CacheError(f"refused: {instr.opname} at {k} (after the patch) trusts the "
+                             "type of an operand, which CPython does not check; an edit "
+                             "before it could corrupt memory. Patch after it, or `install` "
+                             "a code object of your own through dyndbg.cache")
 
 
 # What a patch may add, change or delete: they produce or consume plain values (never
 # a NULL, never a reordering), so everything else on the stack keeps its place.
-SAFE = {"NOP", "LOAD_CONST", "LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "STORE_FAST",
-        "POP_TOP", "BINARY_OP", "BINARY_SUBSCR", "COMPARE_OP", "IS_OP", "CONTAINS_OP",
-        "UNARY_NEGATIVE", "UNARY_NOT", "UNARY_INVERT", "LOAD_ATTR", "RETURN_VALUE",
-        "RETURN_CONST", "BUILD_TUPLE"}
+SAFE = {"NOP", "LOAD_CONST", "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_DEREF", "LOAD_GLOBAL",
+        "STORE_FAST", "POP_TOP", "BINARY_OP", "BINARY_SUBSCR", "COMPARE_OP", "IS_OP",
+        "CONTAINS_OP", "UNARY_NEGATIVE", "UNARY_NOT", "UNARY_INVERT", "LOAD_ATTR",
+        "RETURN_VALUE", "RETURN_CONST", "BUILD_TUPLE"}
 
 
 def _check_layout(diff: _Diff) -> None:

@@ -94,7 +94,8 @@ class CacheCommands:
         Edit the entry's code by the indexes `ll` shows (insert goes before
         INDEX); ARG as dis shows it: a number, a constant, a name. Each patch
         applies to the code as already patched; the next call runs the patched
-        code under the entry's guards. Refused when it does not assemble."""
+        code under the entry's guards. Refused, in one line, when it does not
+        assemble or could corrupt memory (README: Editing the cache)."""
         words = arg.split()
         if len(words) < 3:
             raise CommandError("usage: patch ENTRY replace|insert INDEX OPNAME [ARG] | "

@@ -1,0 +1,68 @@
+"""Patches that crashed CPython (3.11-3.13) before the rules in dyndbg.dynamo.patching,
+each on a plain function: refused, or applied so that the code raises a Python error
+instead. Prints `name: outcome` lines the test reads; a crash is the test's failure."""
+import types
+
+from dyndbg.cache import CacheError
+from dyndbg.dynamo import patching
+from dyndbg.dynamo.patching import PatchAction, PatchOp
+
+
+def closure(a):
+    def inner():
+        return a
+    b = 5
+    return inner() + a + b          # `a` is a cell: read by LOAD_DEREF
+
+
+def nested(a):
+    def inner():
+        return 1
+    return inner() + a
+
+
+def bound(a):
+    b = a + 1
+    return b * 2
+
+
+def loop(a):
+    t = 0
+    for i in a:
+        t += i
+    return t
+
+
+def index(code, opname, argval=None):
+    return next(k for k, i in enumerate(patching.listing(code))
+                if i.opname == opname and (argval is None or i.argval == argval))
+
+
+def attempt(name, function, op, *args):
+    try:
+        patched = patching.apply(function.__code__, [op])
+    except CacheError as error:
+        print(f"{name}: refused: {str(error).removeprefix('refused: ')}", flush=True)
+        return
+    try:
+        value = types.FunctionType(patched.code, globals())(*args)
+    except Exception as error:  # noqa: BLE001
+        print(f"{name}: raises {type(error).__name__}", flush=True)
+    else:
+        print(f"{name}: ran: {value}", flush=True)
+
+
+R = PatchAction.REPLACE
+attempt("store into a cell", closure,
+        PatchOp(R, index(closure.__code__, "STORE_FAST", "b"), "STORE_FAST", "a"), 1)
+const = next(i.argval for i in patching.listing(nested.__code__)
+             if isinstance(i.argval, types.CodeType))
+attempt("not a code object for MAKE_FUNCTION", nested,
+        PatchOp(R, index(nested.__code__, "LOAD_CONST", const), "LOAD_CONST", "1"), 1)
+attempt("store removed", bound, PatchOp(R, index(bound.__code__, "STORE_FAST", "b"), "POP_TOP"), 1)
+attempt("load before the store", bound,
+        PatchOp(R, index(bound.__code__, "LOAD_CONST", 1), "LOAD_FAST", "b"), 1)
+attempt("before FOR_ITER", loop,
+        PatchOp(R, index(loop.__code__, "LOAD_CONST", 0), "LOAD_CONST", "5"), [1, 2])
+attempt("plain value", bound,
+        PatchOp(R, index(bound.__code__, "LOAD_CONST", 2), "LOAD_CONST", "3"), 1)
