@@ -34,6 +34,8 @@ def test_api_edits_change_the_output_and_undo_restores_it(backend: str) -> None:
     assert got["guard add, n=2"] == "11.0" and got["guard add new graphs"] == "0"
     assert got["guard drop, n=5"] == "14.0"            # 0/0's graph baked in n == 2
     assert got["after undo, n=5"] == "23.0"
+    # Undo is exact: the entry compiled while 0/1 was evicted goes too, and 0/1 runs.
+    assert got["evict undo also evicted"] == "['0/2']" and got["after undo, n=5 ran"] == "0/1"
     assert got["force once, n=7"] == "[16.0, 31.0]"    # forced once, then right again
     assert got["patched, n=2"] == "111.0" and got["patch new graphs"] == "0"
     assert got["run 0/0 by hand, n=2"] == "111.0"      # the patched code, by hand
@@ -52,7 +54,7 @@ def test_repl_commands_on_a_graph_break_program(tmp_path: Path) -> None:
                 f"patch 0/0 insert {ret + 1} BINARY_OP +", "edits", "c",   # n=3: [0/1]
                 "c",                                                        # n=2: patched
                 "ll", "guards", "evict 0/1", "guard add 0/0 n != 2", "c",  # n=5: recompiles
-                "undo 4", "edits", "run 0/0 x, 2", "c"]
+                "cache", "undo 4", "edits", "run 0/0 x, 2", "undo all", "c"]
     run = run_dyndbg(SAMPLE, commands, tmp_path)
     no_traceback(run)
     out, text = run.stdout, run.transcript
@@ -70,6 +72,9 @@ def test_repl_commands_on_a_graph_break_program(tmp_path: Path) -> None:
     assert "[0/1] guard failed: dyndbg: evicted (0/1)" in text
     assert "undid 4: guard add 0/0 n != 2" in text
     assert "[0/0] returned Tensor f32[] cpu [111]" in text, text
+    assert re.search(r"\[0/1\] .*\(evicted by edit 3\)", text), text
+    # Undoing the last evict evicts 0/2 too, compiled while calls fell through.
+    assert "undid 3: evict 0/1  [f]\n  also evicted 0/2: compiled while calls fell" in text
     assert plain.stdout.count("call n=") == 4
 
 

@@ -2,7 +2,9 @@
 
 How each edit is made (see cache.py for the torch calls and why):
 - evict, guard add: a switch guard on the entry's live root. Undo turns the
-  switch off: the guard passes again and lookup is exactly as before.
+  switch off: the guard passes again. Entries compiled while calls fell through
+  are evicted when the last such edit of the function goes (they would not be
+  there without it, and torch tries the newest first): lookup is as before.
 - force, guard drop, patch: the entry's replacement, a precompile entry that
   torch checks before the normal ones: (no guards | a filtered copy of the
   guards | the live guards, the entry's code patched or not). The function's
@@ -11,91 +13,16 @@ Entries are named by compile id and fetched afresh for every change.
 """
 from __future__ import annotations
 
-import enum
 import types
-from dataclasses import dataclass, field
-from typing import Callable, NamedTuple
+from typing import Callable
 
 from dyndbg.dynamo import cache, guards, patching
 from dyndbg.dynamo.cache import CacheError, LiveEntry
+from dyndbg.dynamo.edit_records import (FALL_THROUGH, Edit, EditKind, Latch, Replacement,
+                                        Switch, cut_text, retired_text)
 from dyndbg.dynamo.guard_copy import without_guards
 
-
-class EditKind(enum.Enum):
-    EVICT = "evict"
-    FORCE = "force"
-    GUARD_ADD = "guard add"
-    GUARD_DROP = "guard drop"
-    PATCH = "patch"
-    CODE = "code"                # a code object of the user's own (the API's install)
-
-
-class Switch:
-    """A guard that can be turned off (then it passes). Never raises into torch."""
-
-    def __init__(self, expression: str | None = None, names: dict | None = None) -> None:
-        self.on = True
-        self.code = compile(expression, "<guard>", "eval") if expression else None
-        self.names = names or {}
-
-    def __call__(self, frame_locals: dict) -> bool:
-        if not self.on:
-            return True
-        if self.code is None:
-            return False                   # evicted
-        try:
-            return bool(eval(self.code, self.names, dict(frame_locals)))  # noqa: S307
-        except BaseException:  # noqa: BLE001 - called from torch's C++: counts as false
-            return False
-
-
-class Latch:
-    """Passes once (force ENTRY once), then fails."""
-
-    def __init__(self) -> None:
-        self.used = False
-
-    def __call__(self, _frame_locals: dict) -> bool:
-        if self.used:
-            return False
-        self.used = True
-        return True
-
-
-@dataclass
-class Edit:
-    number: int
-    kind: EditKind
-    original: types.CodeType
-    compile_ids: tuple[str, ...]
-    text: str                                   # the command, as `edits` lists it
-    switch: Switch | None = None
-    latch: Latch | None = None
-    patch: patching.PatchOp | None = None
-    code: types.CodeType | None = None          # CODE: what the entry runs instead
-    dropped: tuple[str, str] | None = None      # guard drop: (source, text) of the line
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def function(self) -> str:
-        return self.original.co_name
-
-    @property
-    def spent(self) -> bool:
-        """A `force ... once` that has had its call."""
-        return self.latch is not None and self.latch.used
-
-    def describe(self) -> str:
-        return f"{self.number}: {self.text}  [{self.function}]{' (used)' if self.spent else ''}"
-
-
-class Replacement(NamedTuple):
-    """What one entry runs instead while edits change it."""
-
-    entry: LiveEntry
-    guard_manager: object
-    code: types.CodeType
-    changed: frozenset[int]
+__all__ = ["EDITS", "CacheEdits", "Edit", "EditKind", "retired_text"]
 
 
 class CacheEdits:
@@ -106,12 +33,16 @@ class CacheEdits:
         self.edits: list[Edit] = []
         self._next = 1
         self._installed: dict[int, int] = {}    # id(original) -> precompile entries of ours
+        # id(original) -> its compile ids before its first active fall-through edit
+        self._before_fall_through: dict[int, frozenset[str]] = {}
+        self._retired: list[tuple[types.CodeType, str]] = []   # evicted for good by an undo
         self.keep = False                       # edits outlive the debugger session
         self.on_code = None
 
     # -- making edits ----------------------------------------------------------
     def evict(self, compile_id: str) -> Edit:
         entry = cache.find(compile_id)
+        self._note_entries(entry.original)
         switch = Switch()
         cache.add_switch_guard(entry.guard_manager, switch, f"dyndbg: evicted ({compile_id})")
         return self._add(Edit(0, EditKind.EVICT, entry.original, (compile_id,),
@@ -121,6 +52,7 @@ class CacheEdits:
         live = cache.entries_of(original)
         if not live:
             raise CacheError(f"{original.co_name} has no cache entries to evict")
+        self._note_entries(original)
         switch = Switch()
         for entry in live:
             cache.add_switch_guard(entry.guard_manager, switch,
@@ -135,6 +67,7 @@ class CacheEdits:
             switch = Switch(expression, dict(_globals_of(entry.original)))
         except SyntaxError as error:
             raise CacheError(f"not an expression: {error.msg}") from None
+        self._note_entries(entry.original)
         cache.add_switch_guard(entry.guard_manager, switch, f"dyndbg: {expression}")
         return self._add(Edit(0, EditKind.GUARD_ADD, entry.original, (compile_id,),
                               f"guard add {compile_id} {expression}", switch=switch))
@@ -189,6 +122,7 @@ class CacheEdits:
         self._remove(edit)
         if edit.kind in (EditKind.PATCH, EditKind.CODE):
             undone += self._drop_unassembled(edit.original, edit.compile_ids[0])
+        self._retire_newer(edit)
         self._rebuild(edit.original)
         return undone
 
@@ -196,6 +130,8 @@ class CacheEdits:
         undone = list(self.edits)
         for edit in undone:
             self._remove(edit)
+        for edit in undone:
+            self._retire_newer(edit)
         for original in {id(e.original): e.original for e in undone}.values():
             self._rebuild(original)
         return undone
@@ -227,6 +163,16 @@ class CacheEdits:
         return (f"recompiles {original.co_name} ({total} entries, evicted ones count toward "
                 f"recompile_limit {limit})")
 
+    def eviction(self, original: types.CodeType, compile_id: str) -> str | None:
+        """Why dyndbg keeps this entry from running, if it does."""
+        for edit in self.edits:
+            if edit.original is original and edit.kind is EditKind.EVICT \
+                    and compile_id in edit.compile_ids:
+                return f"evicted by edit {edit.number}"
+        if any(o is original and c == compile_id for o, c in self._retired):
+            return "evicted: compiled while calls fell through"
+        return None
+
     def forcing(self) -> bool:
         return bool(self._live_forces())
 
@@ -242,6 +188,9 @@ class CacheEdits:
             undone = self.undo_all()
             message("dyndbg: detaching undid the cache edits: "
                     f"{'; '.join(e.text for e in undone)} ('keep' before detaching keeps them)")
+            for edit in undone:
+                if edit.retired:
+                    message(f"dyndbg: {retired_text(edit)}")
         except Exception as error:  # noqa: BLE001 - the program goes on regardless
             message(f"dyndbg: could not undo the cache edits: {error}")
 
@@ -272,6 +221,34 @@ class CacheEdits:
         self.edits.remove(edit)
         if edit.switch is not None:
             edit.switch.on = False
+
+    def _note_entries(self, original: types.CodeType) -> None:
+        """Before a fall-through edit: remember the entries there were without one."""
+        if not any(e.original is original and e.kind in FALL_THROUGH for e in self.edits):
+            self._before_fall_through[id(original)] = frozenset(
+                e.compile_id for e in cache.entries_of(original))
+
+    def _retire_newer(self, edit: Edit) -> None:
+        """The last fall-through edit of a function is gone: evict the entries
+        compiled since the first (those no active edit names), so that the next
+        call runs what it would have run without them."""
+        original = edit.original
+        if edit.kind not in FALL_THROUGH or any(
+                e.original is original and e.kind in FALL_THROUGH for e in self.edits):
+            return
+        before = self._before_fall_through.pop(id(original), None)
+        if before is None:
+            return
+        named = {cid for e in self.edits if e.original is original for cid in e.compile_ids}
+        retired = []
+        for entry in cache.entries_of(original):
+            if entry.compile_id not in before and entry.compile_id not in named:
+                cache.add_switch_guard(entry.guard_manager, Switch(),
+                                       f"dyndbg: evicted ({entry.compile_id}), compiled "
+                                       "while calls fell through")
+                retired.append(entry.compile_id)
+                self._retired.append((original, entry.compile_id))
+        edit.retired = tuple(retired)
 
     def _live_forces(self) -> list[Edit]:
         return [e for e in self.edits if e.kind is EditKind.FORCE and not e.spent]
@@ -357,10 +334,6 @@ class CacheEdits:
 def _numbers(lines: list[guards.GuardLine], drops: list[Edit]) -> list[int]:
     wanted = {e.dropped for e in drops}
     return [ln.number for ln in lines if (ln.source, ln.text) in wanted]  # type: ignore[misc]
-
-
-def cut_text(text: str, width: int = 70) -> str:
-    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def _globals_of(original: types.CodeType) -> dict:

@@ -10,7 +10,7 @@ from typing import Iterator
 
 from dyndbg import cache as api
 from dyndbg.dynamo import cache
-from dyndbg.dynamo.edits import Edit, EditKind
+from dyndbg.dynamo.edits import Edit, EditKind, retired_text
 from dyndbg.ui.host import Host
 from dyndbg.ui.parsing import CommandError
 from dyndbg.ui.values import cut, summarize
@@ -160,7 +160,8 @@ class CacheCommands:
     def do_undo(self, arg: str) -> None:
         """undo N | undo all
         Undo an edit (or all): the next call runs what would have run without
-        it. Entries compiled while the edit was active stay in the cache."""
+        it. When the last evict or guard add of a function goes, the entries
+        compiled while calls fell through are evicted too (and said)."""
         word = arg.strip()
         with _one_line():
             if word == "all":
@@ -173,6 +174,8 @@ class CacheCommands:
             self.host.write("no edits to undo")
         for edit in undone:
             self.host.write(f"undid {edit.describe()}")
+            if edit.retired:
+                self.host.write(f"  {retired_text(edit)}")
 
     def do_keep(self, arg: str) -> None:
         """keep [off]

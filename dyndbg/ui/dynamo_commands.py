@@ -5,6 +5,7 @@ import types
 from typing import TYPE_CHECKING
 
 from dyndbg.dynamo import graphs, guards
+from dyndbg.dynamo.edits import EDITS
 from dyndbg.dynamo.names import GRAPH_NAME, find_graph_global, graph_number, readable
 from dyndbg.ui.host import Host
 from dyndbg.ui.parsing import CommandError
@@ -159,8 +160,10 @@ class DynamoCommands:
                 marker = "->" if e.code is running else "  "
                 called = [readable(g) for g in e.graphs] + [
                     readable(r, host.frame.f_globals) for r in e.resume_functions]
+                evicted = EDITS.eviction(original, e.compile_id)
                 host.write(f"{marker} [{e.compile_id}]  guards {e.guard_count}  "
-                           f"backend {e.backend or '?'}  calls {', '.join(called) or 'nothing'}")
+                           f"backend {e.backend or '?'}  calls {', '.join(called) or 'nothing'}"
+                           + (f"  ({evicted})" if evicted else ""))
 
     def _selected_entry(self) -> GeneratedCode:
         entry = self.host.engine.entry_for(self.host.frame.f_code)

@@ -42,6 +42,7 @@ e = dc.evict("0/1")
 show("evict 0/1, n=5", call(5))                  # falls through: recompiles
 show("evict new graphs", graphs() - g0)
 dc.undo(e.number)
+show("evict undo also evicted", list(e.retired))  # compiled while 0/1 was evicted
 
 e = dc.add_guard("0/0", "n != 2")
 g0 = graphs()
@@ -54,6 +55,7 @@ e = dc.drop_guard("0/0", int(number))
 show("guard drop, n=5", call(5))                 # 0/0's graph baked n=2: (3*2+1)*3 + 5
 dc.undo(e.number)
 show("after undo, n=5", call(5))
+show("after undo, n=5 ran", dc.entries(f)[0].compile_id)  # torch moves the one used first
 
 e = dc.force("0/0", once=True)
 show("force once, n=7", [call(7), call(7)])      # forced, then normal again
