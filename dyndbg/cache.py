@@ -17,7 +17,7 @@ import inspect
 import types
 from typing import Callable, NamedTuple
 
-from dyndbg.dynamo import cache, graphs, guards as guard_trees, patching
+from dyndbg.dynamo import cache, graphs, guard_walk, patching
 from dyndbg.dynamo.cache import CacheError
 from dyndbg.dynamo.edits import EDITS, Edit
 from dyndbg.dynamo.names import find_graph_global
@@ -53,7 +53,7 @@ def _original(function: Callable | types.CodeType | str) -> types.CodeType:
 
 def _lines(guard_manager: object) -> list[str]:
     return [f"{line.number}: {'  ' * (line.depth - 1)}{line.text}"
-            for line in guard_trees.guard_lines(guard_manager)]
+            for line in guard_walk.guard_lines(guard_manager)]
 
 
 def entries(function: Callable | types.CodeType | str) -> list[EntryView]:

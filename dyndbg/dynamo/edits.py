@@ -16,7 +16,7 @@ from __future__ import annotations
 import types
 from typing import Callable
 
-from dyndbg.dynamo import cache, guards, patching
+from dyndbg.dynamo import cache, guard_walk, patching
 from dyndbg.dynamo.cache import CacheError, LiveEntry
 from dyndbg.dynamo.edit_records import (FALL_THROUGH, Edit, EditKind, Latch, Replacement,
                                         Switch, cut_text, retired_text)
@@ -74,7 +74,7 @@ class CacheEdits:
 
     def drop_guard(self, compile_id: str, number: int) -> Edit:
         entry = cache.find(compile_id)
-        lines = guards.guard_lines(entry.guard_manager)
+        lines = guard_walk.guard_lines(entry.guard_manager)
         if not 0 <= number < len(lines):
             raise CacheError(f"no guard {number} in {compile_id} (guards lists 0.."
                              f"{len(lines) - 1})")
@@ -324,14 +324,14 @@ class CacheEdits:
             return (0, -force.number), Replacement(entry, guard_manager, code, changed)
         if drops:
             # By what the lines say: edits' own root guards shift the numbers.
-            numbers = _numbers(guards.guard_lines(entry.guard_manager), drops)
+            numbers = _numbers(guard_walk.guard_lines(entry.guard_manager), drops)
             guard_manager = without_guards(entry.guard_manager, numbers, [])
             return (1, -drops[-1].number), Replacement(entry, guard_manager, code, changed)
         newest = max(e.number for e in patches + codes)
         return (2, -newest), Replacement(entry, entry.guard_manager, code, changed)
 
 
-def _numbers(lines: list[guards.GuardLine], drops: list[Edit]) -> list[int]:
+def _numbers(lines: list[guard_walk.GuardLine], drops: list[Edit]) -> list[int]:
     wanted = {e.dropped for e in drops}
     return [ln.number for ln in lines if (ln.source, ln.text) in wanted]  # type: ignore[misc]
 

@@ -8,7 +8,7 @@ their source, as dynamo itself would fetch it.
 """
 from __future__ import annotations
 
-from dyndbg.dynamo import cache, guards
+from dyndbg.dynamo import cache, guard_walk
 from dyndbg.dynamo.cache import CacheError
 
 
@@ -16,9 +16,9 @@ def without_guards(guard_manager: object, numbers: list[int], notes: list[str]) 
     """A copy of the guards without lines `numbers` of `guards`' listing. Dropping a
     leaf drops its manager's subtree from the copy, and the subtree's other
     guards are added back on the root, evaluated on their source."""
-    lines = guards.guard_lines(guard_manager)
+    lines = guard_walk.guard_lines(guard_manager)
     dropped_sources: set[str] = set()
-    kept: list[guards.GuardLine] = []
+    kept: list[guard_walk.GuardLine] = []
     for number in numbers:
         if not 0 <= number < len(lines):
             raise CacheError(f"no guard {number} (guards lists 0..{len(lines) - 1})")
@@ -42,7 +42,7 @@ def without_guards(guard_manager: object, numbers: list[int], notes: list[str]) 
 
         def check(frame_locals: dict, leaf: object = leaf, source: str = source) -> bool:
             try:
-                got, value = guards.GuardScope(guard_manager, frame_locals).value(source)
+                got, value = guard_walk.GuardScope(guard_manager, frame_locals).value(source)
                 return bool(got and leaf(value))  # type: ignore[operator]
             except BaseException:  # noqa: BLE001 - called from torch's C++
                 return False
@@ -57,7 +57,7 @@ def _source(manager: object) -> str:
         return ""
 
 
-def _manager_line(lines: list[guards.GuardLine], number: int) -> int:
+def _manager_line(lines: list[guard_walk.GuardLine], number: int) -> int:
     depth = lines[number].depth
     for k in range(number - 1, -1, -1):
         if lines[k].guard is None and lines[k].depth < depth:
@@ -65,7 +65,7 @@ def _manager_line(lines: list[guards.GuardLine], number: int) -> int:
     return 0
 
 
-def _subtree_end(lines: list[guards.GuardLine], first: int) -> int:
+def _subtree_end(lines: list[guard_walk.GuardLine], first: int) -> int:
     depth = lines[first].depth
     for k in range(first + 1, len(lines)):
         if lines[k].depth <= depth:
