@@ -9,7 +9,7 @@ while dynamo compiles, tracing is suspended.
 from __future__ import annotations
 
 import types
-from typing import Callable, Protocol
+from typing import Protocol
 
 from dyndbg.cpython import (StackUnavailable, argument_names, is_return, read_value_stack,
                             stack_support)
@@ -18,6 +18,7 @@ from dyndbg.dynamo.edits import EDITS
 from dyndbg.dynamo.markers import torch_has_marker
 from dyndbg.engine.breakpoints import BreakpointTable
 from dyndbg.engine.codeinfo import CodeInfo, Instr, code_info
+from dyndbg.engine.conditions import Conditions
 from dyndbg.engine.control import ConditionInterrupted, DyndbgQuit
 from dyndbg.engine.interrupts import Interrupts
 from dyndbg.engine.modes import Mode, StepKind, TraceLevel
@@ -60,9 +61,8 @@ class Engine:
         self.failures = FailureLog()                   # for post_mortem()
         self._entry_locals: dict[int, dict] = {}       # id(frame) -> its arguments at the start
         self._stopped_in: set[int] = set()             # ids of live frames that have stopped
-        self._compiled: dict[str, types.CodeType] = {}  # breakpoint conditions
+        self.conditions = Conditions()
         self.at_prompt = False
-        self.in_condition = False
         self._generated = self.registry.by_id          # for the hot paths: id(code) -> entry
         self._stopped_exception: BaseException | None = None
 
@@ -135,6 +135,11 @@ class Engine:
         self.policy.recording = on
         self.tracer.retrace()
 
+    @property
+    def in_condition(self) -> bool:
+        """A breakpoint condition is running (Ctrl-C interrupts it, not the program)."""
+        return self.conditions.running
+
     # -- resume modes (set by the front end) -----------------------------------
     def set_step(self, count: int = 1) -> None:
         self._resume_with(Mode(StepKind.STEP, count=count))
@@ -204,30 +209,6 @@ class Engine:
 
     def info_for(self, entry: GeneratedCode) -> CodeInfo:
         return code_info(entry.extra, entry.code)
-
-    def evaluate_in(self, frame: types.FrameType, expression: str,
-                    stack: Callable[[], list[object] | None]) -> bool:
-        """A breakpoint condition, in the frame (compiled once per text)."""
-        code = self._compiled.get(expression)
-        if code is None:
-            code = self._compiled[expression] = compile(expression, "<condition>", "eval")
-        names = code.co_names
-        namespace = frame.f_locals  # read only: no copy needed without extras
-        if "__frame__" in names or "__stack__" in names:
-            namespace = dict(namespace)
-            namespace["__frame__"] = frame
-            if "__stack__" in names:
-                values = stack()
-                namespace["__stack__"] = list(values) if values is not None else []
-        # No timer here (it would cost more than the check): Ctrl-C interrupts a
-        # condition that never ends, and it then counts as raised (a stop).
-        self.in_condition = True
-        try:
-            return bool(eval(code, frame.f_globals, namespace))
-        except KeyboardInterrupt:
-            raise ConditionInterrupted("interrupted by Ctrl-C") from None
-        finally:
-            self.in_condition = False
 
     # -- torch's hooks ------------------------------------------------------------
     def _on_code_start(self, code: types.CodeType) -> None:
@@ -321,7 +302,7 @@ class Engine:
             self.snapshots.keep(frame, stack())  # for an exception stop
         hit = self.breakpoints.hit(
             entry, info, frame, instr, stack,
-            lambda expr: self.evaluate_in(frame, expr, stack), self.frontend.message)
+            lambda expr: self.conditions.evaluate(frame, expr, stack), self.frontend.message)
         if hit:
             reason = StopReason.BREAKPOINT
         elif self._wants_step_stop(frame, instr):
@@ -401,8 +382,8 @@ class Engine:
         stop.entry_locals = self._entry_locals.get(key)
         if stop.entry_locals is None and keeps_arguments(stop.entry):
             frame_locals = stop.frame.f_locals
-            stop.entry_locals = {name: frame_locals[name]
-                                 for name in argument_names(stop.frame.f_code) if name in frame_locals}
+            stop.entry_locals = {name: frame_locals[name] for name in
+                                 argument_names(stop.frame.f_code) if name in frame_locals}
         self._stopped_in.add(key)
         self.interrupts.pending = False
         if stop.reason is not StopReason.POST_MORTEM:
