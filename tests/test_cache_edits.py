@@ -46,16 +46,18 @@ def test_api_edits_change_the_output_and_undo_restores_it(backend: str) -> None:
     assert got["final"] == "[11.0, 15.0, 23.0]"
 
 
-def test_repl_commands_on_a_graph_break_program(tmp_path: Path) -> None:
-    plain = run_plain(SAMPLE)
-    listing = run_dyndbg(SAMPLE, ["ll", "c"], tmp_path).transcript
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_repl_commands_on_a_graph_break_program(tmp_path: Path, backend: str) -> None:
+    plain = run_plain(SAMPLE, backend)
+    target = [str(SAMPLE), backend]
+    listing = run_dyndbg(target, ["ll", "c"], tmp_path).transcript
     ret = max(int(m.group(1)) for m in re.finditer(r"(\d+) @\d+ +RETURN_VALUE", listing))
     commands = ["b f", f"patch 0/0 insert {ret} LOAD_CONST 100",
                 f"patch 0/0 insert {ret + 1} BINARY_OP +", "edits", "c",   # n=3: [0/1]
                 "c",                                                        # n=2: patched
                 "ll", "guards", "evict 0/1", "guard add 0/0 n != 2", "c",  # n=5: recompiles
                 "cache", "undo 4", "edits", "run 0/0 x, 2", "undo all", "c"]
-    run = run_dyndbg(SAMPLE, commands, tmp_path)
+    run = run_dyndbg(target, commands, tmp_path)
     no_traceback(run)
     out, text = run.stdout, run.transcript
     assert "call n=2: 11.0" in out and "call n=3: 15.0" in out     # before the patch ran
