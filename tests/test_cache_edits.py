@@ -139,7 +139,8 @@ def test_refused_where_torch_has_precompile_entries(tmp_path: Path) -> None:
         "e = _debug_get_cache_entry_list(f)[0]\n"
         "torch._C._dynamo.eval_frame._load_precompile_entry(f.__code__, e.guard_manager, e.code)\n"
         "try:\n    dc.force('0/0')\nexcept dc.CacheError as error:\n    print('refused:', error)\n"
-        "print('count', len(torch._C._dynamo.eval_frame._debug_get_precompile_entries(f.__code__)))\n")
+        "print('count', len(torch._C._dynamo.eval_frame"
+        "._debug_get_precompile_entries(f.__code__)))\n")
     assert "refused: f has precompile entries of torch's own" in out
     assert "count 1" in out                           # torch's own entry is still there
 
@@ -154,6 +155,14 @@ def test_patches_that_crashed_cpython_are_refused_or_raise() -> None:
     # 3.12+ LOAD_FAST does not check for an unbound local: the patch loads with the checked form.
     assert got["store removed"] == got["load before the store"] == "raises UnboundLocalError"
     assert got["plain value"] == "ran: 6"
+    # A value op on the NULL of a call (3.13 puts it above the callable, 3.11/3.12 below):
+    # without the check each "refused" here was a segfault.
+    assert got["NULL of PUSH_NULL"].startswith("refused: UNARY_NEGATIVE")
+    above = sys.version_info >= (3, 13)
+    for producer in ("LOAD_GLOBAL", "LOAD_ATTR"):
+        outcome = got[f"NULL of {producer}"]
+        assert outcome.startswith("refused: UNARY_NEGATIVE") if above else \
+            outcome == "raises TypeError", (producer, outcome)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 6])

@@ -75,6 +75,25 @@ UNCHECKED_LOCAL_LOADS = frozenset({"LOAD_FAST", "LOAD_FAST_LOAD_FAST"}
                                   if sys.version_info >= (3, 12) else ())
 
 
+def null_slot(instr: dis.Instruction, depth: int) -> int | None:
+    """The stack slot (0 = bottom) where `instr` may leave a NULL, given the stack
+    depth before it; None where it leaves none. 3.11/3.12 put a call's NULL below
+    the callable, 3.13 above it; LOAD_FAST_AND_CLEAR (3.12+) pushes an unbound
+    local as NULL. The interpreter trusts these slots: a value op handed one crashes."""
+    name, bit, above = instr.opname, (instr.arg or 0) & 1, sys.version_info >= (3, 13)
+    if name in ("PUSH_NULL", "LOAD_FAST_AND_CLEAR"):
+        return depth
+    if name == "LOAD_GLOBAL" and bit:
+        return depth + 1 if above else depth
+    if name == "LOAD_METHOD":                                   # 3.11: [NULL, meth]
+        return depth - 1
+    if name == "LOAD_ATTR" and bit and sys.version_info >= (3, 12):
+        return depth if above else depth - 1                    # the owner's slot, or above
+    if name == "LOAD_SUPER_ATTR" and bit:
+        return depth - 2 if above else depth - 3
+    return None
+
+
 def pushes_null(instr: dis.Instruction) -> bool:
     """LOAD_GLOBAL's low bit (3.11+) and LOAD_ATTR's (3.12+) push a NULL too."""
     if instr.opname == "LOAD_GLOBAL":

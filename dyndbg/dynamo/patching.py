@@ -21,7 +21,8 @@ import sys
 import types
 from typing import NamedTuple
 
-from dyndbg.cpython.opcodes import CHECKED_LOCAL_LOAD, UNCHECKED_LOCAL_LOADS, pushes_null
+from dyndbg.cpython.opcodes import (CHECKED_LOCAL_LOAD, UNCHECKED_LOCAL_LOADS, null_slot,
+                                     pushes_null)
 from dyndbg.dynamo.cache import CacheError
 
 
@@ -139,6 +140,7 @@ def _apply_one(code: types.CodeType, op: PatchOp) -> types.CodeType:
     _check_end(diff)
     _check_unchecked(diff)
     _check_layout(diff)
+    _check_nulls(diff)
     return patched
 
 
@@ -315,6 +317,40 @@ def _check_layout(diff: _Diff) -> None:
                 raise CacheError(f"refused: a patch may only add, change or delete "
                                  f"{', '.join(sorted(SAFE))} (without NULL), not "
                                  f"{instr.opname}{' with NULL' if null else ''}")
+
+
+# How many values each SAFE instruction takes from the stack.
+_POPS = {"STORE_FAST": 1, "POP_TOP": 1, "BINARY_OP": 2, "BINARY_SUBSCR": 2, "COMPARE_OP": 2,
+         "IS_OP": 2, "CONTAINS_OP": 2, "UNARY_NEGATIVE": 1, "UNARY_NOT": 1, "UNARY_INVERT": 1,
+         "LOAD_ATTR": 1, "RETURN_VALUE": 1}
+
+
+def _pops(instr: dis.Instruction) -> int:
+    return instr.arg or 0 if instr.opname == "BUILD_TUPLE" else _POPS.get(instr.opname, 0)
+
+
+def _check_nulls(diff: _Diff) -> None:
+    """Refuse a changed instruction that would take a NULL (below a callable, or an
+    unbound local saved by an inlined comprehension) as a value: CPython crashes."""
+    from dyndbg.cpython.stackdepth import stack_depths
+    new, depths = diff.new, stack_depths(diff.after)
+    live: dict[int, set[int]] = collections.defaultdict(set)   # index -> NULL slots
+    for k, instr in enumerate(new):
+        depth = depths.get(instr.offset)
+        slot = None if depth is None else null_slot(instr, depth)
+        if slot is None:
+            continue
+        # The NULL stays until the stack shrinks below it (its call, or the store back).
+        for j in range(k + 1, len(new)):
+            later = depths.get(new[j].offset)
+            if later is None or later <= slot:
+                break
+            live[j].add(slot)
+    for k in sorted(diff.changed()):
+        depth = depths.get(new[k].offset)
+        if depth is not None and live[k].intersection(range(depth - _pops(new[k]), depth)):
+            raise CacheError(f"refused: {new[k].opname} at {k} would take a NULL from the "
+                             "stack (a call's, or an unbound local's) as a value")
 
 
 class _Diff(NamedTuple):

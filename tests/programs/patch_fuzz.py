@@ -1,5 +1,5 @@
 """Random patches on plain functions of many shapes (closures, loops, handlers,
-comprehensions, with blocks, f-strings), each applied to the function's code and
+comprehensions, with blocks, f-strings, calls), each applied to the function's code and
 run: refused in one CacheError, or run to a result or a Python error; never a
 crash. `patch_fuzz.py SEED N [-v]`."""
 import contextlib
@@ -53,10 +53,16 @@ def calls(a, b):
     return max(*a, b, key=abs), sorted(a, reverse=bool(b))
 
 
-FUNCTIONS = [closure, loop, handler, comprehension, with_block, text, calls]
+def local_call(a, b):
+    f = len
+    return f(a) + a.count(b) - abs(b)
+
+
+FUNCTIONS = [closure, loop, handler, comprehension, with_block, text, calls, local_call]
 OPNAMES = ["NOP", "POP_TOP", "LOAD_CONST", "LOAD_FAST", "LOAD_FAST_CHECK", "STORE_FAST",
            "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_ATTR", "BINARY_OP", "BINARY_SUBSCR", "COMPARE_OP",
-           "RETURN_VALUE", "RETURN_CONST", "BUILD_TUPLE", "UNARY_NOT", "IS_OP", "SWAP", "COPY"]
+           "RETURN_VALUE", "RETURN_CONST", "BUILD_TUPLE", "UNARY_NOT", "UNARY_NEGATIVE", "IS_OP",
+           "SWAP", "COPY"]
 ARGS = [None, "0", "1", "2", "+", "*", "None", "'s'", "(1, 2)", "a", "b", "c", "t", "i",
         "x", "error", "inner", "NULL + len", "len", "append", "-1", "3"]
 
@@ -66,7 +72,8 @@ KINDS = {**{name: LOADS for name in LOADS},
          **{name: ["BINARY_OP", "COMPARE_OP", "BINARY_SUBSCR", "IS_OP"]
             for name in ("BINARY_OP", "COMPARE_OP", "BINARY_SUBSCR", "IS_OP", "CONTAINS_OP")},
          "STORE_FAST": ["STORE_FAST", "POP_TOP"], "POP_TOP": ["STORE_FAST", "POP_TOP"],
-         "UNARY_NOT": ["UNARY_NOT", "UNARY_NEGATIVE", "NOP"], "LOAD_ATTR": ["LOAD_ATTR"]}
+         "UNARY_NOT": ["UNARY_NOT", "UNARY_NEGATIVE", "NOP"], "NOP": ["UNARY_NEGATIVE", "NOP"],
+         "LOAD_ATTR": ["LOAD_ATTR"]}
 OPERATORS = ["+", "*", "-", "/", "0", "2", "1", "None", "'s'", "(1, 2)", "-1"]
 
 
@@ -86,8 +93,16 @@ def argument(code, opname):
     return rng.choice(OPERATORS)
 
 
+# Where a call's NULL, or an unbound local saved by a comprehension, is on the stack.
+NULL_MAKERS = ("PUSH_NULL", "LOAD_GLOBAL", "LOAD_ATTR", "LOAD_METHOD", "LOAD_FAST_AND_CLEAR")
+
+
 def random_op(code):
     shown = patching.listing(code)
+    makers = [k for k, i in enumerate(shown) if i.opname in NULL_MAKERS]
+    if makers and rng.random() < 0.15:
+        return PatchOp(PatchAction.INSERT, rng.choice(makers) + 1,
+                       rng.choice(["UNARY_NEGATIVE", "UNARY_NOT", "NOP", "UNARY_INVERT"]))
     kept = [k for k, i in enumerate(shown) if i.opname in KINDS]
     if kept and rng.random() < 0.7:
         k = rng.choice(kept)

@@ -1,6 +1,7 @@
 """Patches that crashed CPython (3.11-3.13) before the rules in dyndbg.dynamo.patching,
 each on a plain function: refused, or applied so that the code raises a Python error
 instead. Prints `name: outcome` lines the test reads; a crash is the test's failure."""
+import sys
 import types
 
 from dyndbg.cache import CacheError
@@ -31,6 +32,18 @@ def loop(a):
     for i in a:
         t += i
     return t
+
+
+def call_local(f):
+    return f(1)                     # PUSH_NULL: 3.11/3.12 below f, 3.13 above it
+
+
+def call_global(a):
+    return len(a)                   # LOAD_GLOBAL NULL + len: 3.13 leaves the NULL on top
+
+
+def call_method(a):
+    return a.count(1)               # 3.12+ LOAD_ATTR with the method bit: a NULL or self
 
 
 def index(code, opname, argval=None):
@@ -64,5 +77,14 @@ attempt("load before the store", bound,
         PatchOp(R, index(bound.__code__, "LOAD_CONST", 1), "LOAD_FAST", "b"), 1)
 attempt("before FOR_ITER", loop,
         PatchOp(R, index(loop.__code__, "LOAD_CONST", 0), "LOAD_CONST", "5"), [1, 2])
+
+def after(function, opname):
+    return PatchOp(PatchAction.INSERT, index(function.__code__, opname) + 1, "UNARY_NEGATIVE")
+
+
+attempt("NULL of PUSH_NULL", call_local, after(call_local, "PUSH_NULL"), len)
+attempt("NULL of LOAD_GLOBAL", call_global, after(call_global, "LOAD_GLOBAL"), [1])
+attempt("NULL of LOAD_ATTR", call_method,
+        after(call_method, "LOAD_METHOD" if sys.version_info < (3, 12) else "LOAD_ATTR"), [1])
 attempt("plain value", bound,
         PatchOp(R, index(bound.__code__, "LOAD_CONST", 2), "LOAD_CONST", "3"), 1)
