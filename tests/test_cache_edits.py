@@ -155,6 +155,10 @@ def test_patches_that_crashed_cpython_are_refused_or_raise() -> None:
     # 3.12+ LOAD_FAST does not check for an unbound local: the patch loads with the checked form.
     assert got["store removed"] == got["load before the store"] == "raises UnboundLocalError"
     assert got["plain value"] == "ran: 6"
+    # CPython indexes a table with these arguments unchecked.
+    assert got["BINARY_OP out of range"].startswith("refused: BINARY_OP takes one of +")
+    assert got["COMPARE_OP out of range"].startswith("refused: COMPARE_OP takes one of <")
+    assert got["COMPARE_OP >="] == "ran: (3, False)"       # encoded as this Python does
     # A value op on the NULL of a call (3.13 puts it above the callable, 3.11/3.12 below):
     # without the check each "refused" here was a segfault.
     assert got["NULL of PUSH_NULL"].startswith("refused: UNARY_NEGATIVE")

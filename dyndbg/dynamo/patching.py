@@ -204,11 +204,17 @@ def _instruction(op: PatchOp, options: dict, instructions: list, position: dict[
         if not text.isdigit() or int(text) not in position:
             raise CacheError(f"{opname} takes the index of its target instruction, as ll shows it")
         return create_instruction(opname, target=instructions[position[int(text)]])
-    if opname == "BINARY_OP" and not text.isdigit():
+    if opname == "BINARY_OP":
+        # CPython indexes a table with it unchecked: a number out of range crashes.
         symbols = [symbol for _, symbol in getattr(dis, "_nb_ops", [])]
+        if text.isdigit() and int(text) < len(symbols):
+            return create_instruction(opname, arg=int(text))
         if text not in symbols:
-            raise CacheError(f"BINARY_OP takes a number or one of {' '.join(symbols)}")
+            raise CacheError(f"BINARY_OP takes one of {' '.join(symbols)} (or its number, "
+                             f"0..{len(symbols) - 1})")
         return create_instruction(opname, arg=symbols.index(text))
+    if opname == "COMPARE_OP":
+        return create_instruction(opname, arg=_compare_arg(text))
     if not text.isdigit():
         raise CacheError(f"{opname} takes a number")
     return create_instruction(opname, arg=int(text))
@@ -233,6 +239,21 @@ def _check_loads(instructions: list, stores_before: collections.Counter[str]) ->
             raise CacheError(f"refused: {instr.opname} {', '.join(names)} would read a local "
                              "the patch leaves unbound, without checking")
         instr.opname, instr.opcode = CHECKED_LOCAL_LOAD, dis.opmap[CHECKED_LOCAL_LOAD]
+
+
+def _compare_arg(text: str) -> int:
+    """COMPARE_OP's argument for `<`, `==`...: as this Python's compiler writes it (each
+    version packs the operator with other bits; an operator out of range crashes)."""
+    valid = {}
+    for symbol in dis.cmp_op:
+        compiled = compile(f"a {symbol} b", "<compare>", "eval")
+        valid[symbol] = next(i.arg for i in dis.get_instructions(compiled)
+                             if i.opname == "COMPARE_OP")
+    if text in valid:
+        return valid[text]
+    if text.isdigit() and int(text) in valid.values():
+        return int(text)
+    raise CacheError(f"COMPARE_OP takes one of {' '.join(valid)}")
 
 
 def _constant(text: str) -> object:

@@ -74,7 +74,7 @@ KINDS = {**{name: LOADS for name in LOADS},
          "STORE_FAST": ["STORE_FAST", "POP_TOP"], "POP_TOP": ["STORE_FAST", "POP_TOP"],
          "UNARY_NOT": ["UNARY_NOT", "UNARY_NEGATIVE", "NOP"], "NOP": ["UNARY_NEGATIVE", "NOP"],
          "LOAD_ATTR": ["LOAD_ATTR"]}
-OPERATORS = ["+", "*", "-", "/", "0", "2", "1", "None", "'s'", "(1, 2)", "-1"]
+OPERATORS = ["+", "*", "-", "/", "<", "==", "0", "2", "1", "99", "None", "'s'", "(1, 2)", "-1"]
 
 
 def argument(code, opname):

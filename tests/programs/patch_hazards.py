@@ -46,6 +46,10 @@ def call_method(a):
     return a.count(1)               # 3.12+ LOAD_ATTR with the method bit: a NULL or self
 
 
+def compare(a, b):
+    return a + b, a < b
+
+
 def index(code, opname, argval=None):
     return next(k for k, i in enumerate(patching.listing(code))
                 if i.opname == opname and (argval is None or i.argval == argval))
@@ -86,5 +90,9 @@ attempt("NULL of PUSH_NULL", call_local, after(call_local, "PUSH_NULL"), len)
 attempt("NULL of LOAD_GLOBAL", call_global, after(call_global, "LOAD_GLOBAL"), [1])
 attempt("NULL of LOAD_ATTR", call_method,
         after(call_method, "LOAD_METHOD" if sys.version_info < (3, 12) else "LOAD_ATTR"), [1])
+binary, comparison = index(compare.__code__, "BINARY_OP"), index(compare.__code__, "COMPARE_OP")
+attempt("BINARY_OP out of range", compare, PatchOp(R, binary, "BINARY_OP", "99"), 1, 2)
+attempt("COMPARE_OP out of range", compare, PatchOp(R, comparison, "COMPARE_OP", "99"), 1, 2)
+attempt("COMPARE_OP >=", compare, PatchOp(R, comparison, "COMPARE_OP", ">="), 1, 2)
 attempt("plain value", bound,
         PatchOp(R, index(bound.__code__, "LOAD_CONST", 2), "LOAD_CONST", "3"), 1)
