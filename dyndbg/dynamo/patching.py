@@ -297,7 +297,8 @@ def _check_unchecked(diff: _Diff) -> None:
                                  if diff.before.co_code != diff.after.co_code else frozenset())
     if not changed:
         return
-    loops = any(i.opname.startswith("JUMP_BACKWARD") for i in diff.new)
+    # Any jump back (3.11's POP_JUMP_BACKWARD_IF_* too) runs later code again.
+    loops = any(i.opcode in _JUMPS and i.argval < i.offset for i in diff.new)
     for k, instr in enumerate(diff.new):
         if instr.opname in _UNCHECKED and (loops or k > min(changed)):
             raise CacheError(f"refused: {instr.opname} at {k} (after the patch) trusts the "

@@ -46,6 +46,14 @@ def call_method(a):
     return a.count(1)               # 3.12+ LOAD_ATTR with the method bit: a NULL or self
 
 
+def while_loop(n, a):
+    i, out = 0, None
+    while i < n:                    # 3.11 jumps back with POP_JUMP_BACKWARD_IF_TRUE
+        out = [*a, i]               # LIST_EXTEND, run again after the `1` below
+        i += 1
+    return out
+
+
 def compare(a, b):
     return a + b, a < b
 
@@ -90,6 +98,8 @@ attempt("NULL of PUSH_NULL", call_local, after(call_local, "PUSH_NULL"), len)
 attempt("NULL of LOAD_GLOBAL", call_global, after(call_global, "LOAD_GLOBAL"), [1])
 attempt("NULL of LOAD_ATTR", call_method,
         after(call_method, "LOAD_METHOD" if sys.version_info < (3, 12) else "LOAD_ATTR"), [1])
+attempt("in a while loop, before LIST_EXTEND", while_loop,
+        PatchOp(R, index(while_loop.__code__, "LOAD_CONST", 1), "LOAD_CONST", "2"), 3, [1])
 binary, comparison = index(compare.__code__, "BINARY_OP"), index(compare.__code__, "COMPARE_OP")
 attempt("BINARY_OP out of range", compare, PatchOp(R, binary, "BINARY_OP", "99"), 1, 2)
 attempt("COMPARE_OP out of range", compare, PatchOp(R, comparison, "COMPARE_OP", "99"), 1, 2)
