@@ -61,6 +61,10 @@ def _env(home: Path | None = None, extra: dict[str, str | None] | None = None) -
     env["PYTHONUNBUFFERED"] = "1"
     env["NO_COLOR"] = "1"
     env["HOME"] = str(home) if home is not None else empty_home()
+    # This tree's dyndbg, whatever the venv's editable install points at (3.12/3.13
+    # venvs are shared by every clone on the machine and point at the last one set up).
+    old = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + old if old else "")
     for name, value in (extra or {}).items():
         if value is None:
             env.pop(name, None)
