@@ -4,6 +4,7 @@ undo restores the original output; bad edits are one line; fuzzed edits never
 crash the process."""
 from __future__ import annotations
 
+import random
 import re
 import subprocess
 import sys
@@ -187,3 +188,42 @@ def test_fuzzed_patches_on_many_code_shapes_never_crash(seed: int) -> None:
     assert run.returncode == 0, (run.returncode, run.stderr[-2000:])
     applied, refused = map(int, re.findall(r"\d+", run.stdout.strip().splitlines()[-1]))
     assert applied > 10 and refused > 10, run.stdout
+
+
+def _random_edit_command(rng: random.Random) -> str:
+    entry = rng.choice(["0/0", "0/1", "9/9", "zz"])
+    kind = rng.randrange(7)
+    if kind == 0:
+        return f"evict {rng.choice([entry, 'all', 'all f', 'all nosuch'])}"
+    if kind == 1:
+        return f"force {entry}{rng.choice(['', ' once', ' twice'])}"
+    if kind == 2:
+        return f"guard add {entry} {rng.choice(['n != 2', 'x.sum() > 0', '1/0', '(', 'nope'])}"
+    if kind == 3:
+        return f"guard drop {entry} {rng.randrange(-1, 12)}"
+    if kind == 4:
+        action = rng.choice(["replace", "insert", "delete", "swap"])
+        opname = rng.choice(["NOP", "LOAD_CONST", "POP_TOP", "BINARY_OP", "UNARY_NEGATIVE",
+                             "LOAD_FAST", "STORE_FAST", "RETURN_VALUE", "COPY", "ZZ"])
+        arg = rng.choice(["", "1", "+", "x", "n", "99", "'s'", "("])
+        return f"patch {entry} {action} {rng.randrange(-1, 130)} {opname} {arg}".strip()
+    if kind == 5:
+        return f"run {entry} {rng.choice(['x, 2', 'x, 5', 'x', '1/0', ''])}".strip()
+    return rng.choice(["edits", f"undo {rng.randrange(0, 30)}", "keep", "keep off"])
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_random_edit_commands_at_the_prompt(tmp_path: Path, seed: int) -> None:
+    """Edits made, listed, run by hand and undone at random: each answered in the
+    transcript, never a traceback of ours, and after `undo all` the program's own
+    results are the plain run's."""
+    rng = random.Random(seed)
+    commands = ["b f", "c"] + [_random_edit_command(rng) for _ in range(60)] + [
+        "undo all", "keep off", "c", "c", "c"]
+    run = run_dyndbg(SAMPLE, commands, tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "Traceback" not in run.stderr and "internal error" not in run.transcript
+    calls = [line for line in run.stdout.splitlines() if line.startswith("call n=")]
+    assert calls == [line for line in run_plain(SAMPLE).stdout.splitlines()
+                     if line.startswith("call n=")]
+    assert run.transcript.count("(dyndbg) ") >= len(commands)
