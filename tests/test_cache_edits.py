@@ -154,6 +154,7 @@ def test_patches_that_crashed_cpython_are_refused_or_raise() -> None:
     assert got["not a code object for MAKE_FUNCTION"].startswith("refused: MAKE_FUNCTION")
     assert got["before FOR_ITER"].startswith("refused: FOR_ITER")
     assert got["in a while loop, before LIST_EXTEND"].startswith("refused: LIST_EXTEND")
+    assert got["on the iterator of a comprehension"].startswith("refused:")
     # 3.12+ LOAD_FAST does not check for an unbound local: the patch loads with the checked form.
     assert got["store removed"] == got["load before the store"] == "raises UnboundLocalError"
     assert got["plain value"] == "ran: 6"

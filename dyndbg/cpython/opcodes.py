@@ -75,14 +75,18 @@ UNCHECKED_LOCAL_LOADS = frozenset({"LOAD_FAST", "LOAD_FAST_LOAD_FAST"}
                                   if sys.version_info >= (3, 12) else ())
 
 
-def null_slot(instr: dis.Instruction, depth: int) -> int | None:
-    """The stack slot (0 = bottom) where `instr` may leave a NULL, given the stack
-    depth before it; None where it leaves none. 3.11/3.12 put a call's NULL below
-    the callable, 3.13 above it; LOAD_FAST_AND_CLEAR (3.12+) pushes an unbound
-    local as NULL. The interpreter trusts these slots: a value op handed one crashes."""
+def trusted_slot(instr: dis.Instruction, depth: int) -> int | None:
+    """The stack slot (0 = bottom) where `instr` leaves a value the interpreter later
+    uses without checking it, given the stack depth before it; None where it leaves
+    none. Such a value is a call's NULL (3.11/3.12 put it below the callable, 3.13
+    above it), an unbound local saved as NULL by LOAD_FAST_AND_CLEAR (3.12+), or
+    GET_ITER's iterator (FOR_ITER calls its tp_iternext, in this code or in a 3.11
+    comprehension's, which gets it as `.0`). A value op handed one crashes."""
     name, bit, above = instr.opname, (instr.arg or 0) & 1, sys.version_info >= (3, 13)
     if name in ("PUSH_NULL", "LOAD_FAST_AND_CLEAR"):
         return depth
+    if name == "GET_ITER":
+        return depth - 1
     if name == "LOAD_GLOBAL" and bit:
         return depth + 1 if above else depth
     if name == "LOAD_METHOD":                                   # 3.11: [NULL, meth]

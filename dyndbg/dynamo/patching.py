@@ -21,8 +21,8 @@ import sys
 import types
 from typing import NamedTuple
 
-from dyndbg.cpython.opcodes import (CHECKED_LOCAL_LOAD, UNCHECKED_LOCAL_LOADS, null_slot,
-                                     pushes_null)
+from dyndbg.cpython.opcodes import (CHECKED_LOCAL_LOAD, UNCHECKED_LOCAL_LOADS, pushes_null,
+                                     trusted_slot)
 from dyndbg.dynamo.cache import CacheError
 
 
@@ -140,7 +140,7 @@ def _apply_one(code: types.CodeType, op: PatchOp) -> types.CodeType:
     _check_end(diff)
     _check_unchecked(diff)
     _check_layout(diff)
-    _check_nulls(diff)
+    _check_trusted(diff)
     return patched
 
 
@@ -351,18 +351,18 @@ def _pops(instr: dis.Instruction) -> int:
     return instr.arg or 0 if instr.opname == "BUILD_TUPLE" else _POPS.get(instr.opname, 0)
 
 
-def _check_nulls(diff: _Diff) -> None:
-    """Refuse a changed instruction that would take a NULL (below a callable, or an
-    unbound local saved by an inlined comprehension) as a value: CPython crashes."""
+def _check_trusted(diff: _Diff) -> None:
+    """Refuse a changed instruction that would take, as an operand, a value the
+    interpreter trusts (a call's NULL, an unbound local's, an iterator): it crashes."""
     from dyndbg.cpython.stackdepth import stack_depths
     new, depths = diff.new, stack_depths(diff.after)
-    live: dict[int, set[int]] = collections.defaultdict(set)   # index -> NULL slots
+    live: dict[int, set[int]] = collections.defaultdict(set)   # index -> trusted slots
     for k, instr in enumerate(new):
         depth = depths.get(instr.offset)
-        slot = None if depth is None else null_slot(instr, depth)
+        slot = None if depth is None else trusted_slot(instr, depth)
         if slot is None:
             continue
-        # The NULL stays until the stack shrinks below it (its call, or the store back).
+        # It stays until the stack shrinks below it (its call, loop end, or store back).
         for j in range(k + 1, len(new)):
             later = depths.get(new[j].offset)
             if later is None or later <= slot:
@@ -371,8 +371,9 @@ def _check_nulls(diff: _Diff) -> None:
     for k in sorted(diff.changed()):
         depth = depths.get(new[k].offset)
         if depth is not None and live[k].intersection(range(depth - _pops(new[k]), depth)):
-            raise CacheError(f"refused: {new[k].opname} at {k} would take a NULL from the "
-                             "stack (a call's, or an unbound local's) as a value")
+            raise CacheError(f"refused: {new[k].opname} at {k} would take a value the "
+                             "interpreter trusts without checking (a call's NULL, an "
+                             "iterator, an unbound local) as its operand")
 
 
 class _Diff(NamedTuple):

@@ -54,6 +54,10 @@ def while_loop(n, a):
     return out
 
 
+def comprehension(a):
+    return {x: 1 for x in a}        # 3.11: a function that FOR_ITERs its `.0` unchecked
+
+
 def compare(a, b):
     return a + b, a < b
 
@@ -98,6 +102,9 @@ attempt("NULL of PUSH_NULL", call_local, after(call_local, "PUSH_NULL"), len)
 attempt("NULL of LOAD_GLOBAL", call_global, after(call_global, "LOAD_GLOBAL"), [1])
 attempt("NULL of LOAD_ATTR", call_method,
         after(call_method, "LOAD_METHOD" if sys.version_info < (3, 12) else "LOAD_ATTR"), [1])
+attempt("on the iterator of a comprehension", comprehension,
+        PatchOp(PatchAction.INSERT, index(comprehension.__code__, "GET_ITER") + 1, "UNARY_NOT"),
+        [1])
 attempt("in a while loop, before LIST_EXTEND", while_loop,
         PatchOp(R, index(while_loop.__code__, "LOAD_CONST", 1), "LOAD_CONST", "2"), 3, [1])
 binary, comparison = index(compare.__code__, "BINARY_OP"), index(compare.__code__, "COMPARE_OP")
