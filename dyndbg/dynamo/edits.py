@@ -147,9 +147,7 @@ class CacheEdits:
         forces = [e for e in self._live_forces() if e.original is original]
         if forces:
             return f"runs [{forces[-1].compile_ids[0]}] without checking guards (forced)"
-        ranked = sorted(filter(None, map(self._replacement, cache.entries_of(original))),
-                        key=lambda pair: pair[0])
-        for _, replacement in ranked:
+        for replacement in self._replacements(original):
             if cache.check(replacement.guard_manager, frame_locals)[0]:
                 return f"runs the edited [{replacement.entry.compile_id}]"
         for entry in cache.entries_of(original):
@@ -289,23 +287,22 @@ class CacheEdits:
         return dropped
 
     def _rebuild(self, original: types.CodeType) -> None:
-        """Install the function's replacements afresh: forced entries first (newest
-        first), then entries with guards dropped, then patched ones."""
+        """Install the function's replacements afresh."""
         if self._installed.get(id(original), 0):
             cache.reset_precompile(original)
             self._installed[id(original)] = 0
-        replacements = []
-        for entry in cache.entries_of(original):
-            replacement = self._replacement(entry)
-            if replacement is not None:
-                replacements.append(replacement)
-        replacements.sort(key=lambda r: r[0])
-        for _, replacement in replacements:
+        for replacement in self._replacements(original):
             cache.load_precompile(original, replacement.guard_manager, replacement.code)
             self._installed[id(original)] = self._installed.get(id(original), 0) + 1
             if self.on_code is not None:
                 self.on_code(original, replacement.code, replacement.entry.compile_id,
                              replacement.changed)
+
+    def _replacements(self, original: types.CodeType) -> list[Replacement]:
+        """The function's replacements in the order torch is to try them: forced
+        entries first (newest first), then entries with guards dropped, then patched ones."""
+        ranked = filter(None, map(self._replacement, cache.entries_of(original)))
+        return [replacement for _, replacement in sorted(ranked, key=lambda pair: pair[0])]
 
     def _replacement(self, entry: LiveEntry) -> tuple[tuple, Replacement] | None:
         cid, original = entry.compile_id, entry.original
