@@ -53,8 +53,7 @@ class CacheCommands:
             raise CommandError("usage: evict ENTRY | evict all [FUNC]")
         with _one_line():
             if words[0] == "all":
-                original = self._function(words[1] if len(words) > 1 else None)
-                edit = api.evict_all(original)
+                edit = api.evict_all(words[1] if len(words) > 1 else self._selected_function())
             else:
                 edit = api.evict(parse_entry(words[0]))
             self._made(edit)
@@ -199,12 +198,7 @@ class CacheCommands:
         return cut(text, 200) + " ('edits', 'undo')"
 
     # -- inside ------------------------------------------------------------------------
-    def _function(self, name: str | None) -> types.CodeType:
-        if name is not None:
-            found = cache.functions_named(name)
-            if not found:
-                raise CommandError(f"no compiled function named {name!r}")
-            return found[0]
+    def _selected_function(self) -> types.CodeType:
         entry = self.host.engine.entry_for(self.host.frame.f_code) \
             if self.host.stop is not None else None
         if entry is None or entry.original is None:
