@@ -34,7 +34,9 @@ def without_guards(guard_manager: object, numbers: list[int], notes: list[str]) 
                          "relation is not checked at all in the copy")
         dropped_sources.add(lines[first].source)
         kept += [ln for ln in subtree if ln.guard is not None and callable(ln.guard)]
-    copy = cache.copy_guards(guard_manager, lambda m: _source(m) not in dropped_sources)
+    def keep(manager: object) -> bool:
+        return guard_walk.call_or(manager, "get_source", "") not in dropped_sources
+    copy = cache.copy_guards(guard_manager, keep)
     for line in kept:
         if line.number in numbers:
             continue
@@ -48,13 +50,6 @@ def without_guards(guard_manager: object, numbers: list[int], notes: list[str]) 
                 return False
         cache.add_switch_guard(copy, check, line.text)
     return copy
-
-
-def _source(manager: object) -> str:
-    try:
-        return manager.get_source()  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001
-        return ""
 
 
 def _manager_line(lines: list[guard_walk.GuardLine], number: int) -> int:

@@ -34,7 +34,7 @@ def _children(manager: object) -> list[tuple[str, object]]:
     accessors = manager.get_accessors()  # type: ignore[attr-defined]
     children = manager.get_child_managers()  # type: ignore[attr-defined]
     for accessor, child in zip(accessors, children):
-        out.append((_call_or(accessor, "repr", ""), child))
+        out.append((call_or(accessor, "repr", ""), child))
     return out
 
 
@@ -47,7 +47,8 @@ def managers(root: object) -> list[object]:
     return out
 
 
-def _call_or(obj: object, method: str, default: str) -> str:
+def call_or(obj: object, method: str, default: str) -> str:
+    """obj.method() as text, or `default` where torch's binding raises."""
     try:
         return str(getattr(obj, method)())
     except Exception:  # noqa: BLE001
@@ -110,7 +111,7 @@ class TreeBuilder:
 
     def manager(self, manager: object, accessor: str, depth: int) -> bool | None:
         """Add the manager's line and its subtree; return the subtree's result."""
-        source = _call_or(manager, "get_source", "?")
+        source = call_or(manager, "get_source", "?")
         got = self.scope.value(source)
         index = len(self.lines)
         if depth > 0:
