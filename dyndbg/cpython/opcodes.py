@@ -23,6 +23,9 @@ CALL_OPNAMES = frozenset({"CALL", "CALL_FUNCTION_EX", "CALL_KW"})
 RETURN_OPNAMES = frozenset({"RETURN_VALUE", "RETURN_CONST"})
 _RETURNS_ITS_ARGUMENT = frozenset({"RETURN_CONST"})
 
+# Opcodes whose argument is a jump target (relative or absolute, by version).
+JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+
 # The instruction that loads torch's <BREAKPOINT> marker constant.
 MARKER_LOAD = "LOAD_CONST"
 

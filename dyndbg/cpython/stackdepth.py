@@ -13,10 +13,11 @@ import dis
 import sys
 import types
 
+from dyndbg.cpython.opcodes import JUMPS
+
 _UNCONDITIONAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE",
                   "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT",
                   "JUMP_ABSOLUTE", "JUMP"}
-_JUMPS = set(dis.hasjrel) | set(dis.hasjabs)
 
 
 def _effect(instr: dis.Instruction, jump: bool) -> int:
@@ -50,7 +51,7 @@ def stack_depths(code: types.CodeType) -> dict[int, int]:
         while k < len(instrs) and instrs[k].offset not in depths:
             instr = instrs[k]
             depths[instr.offset] = depth
-            if instr.opcode in _JUMPS and instr.argval in index_of:
+            if instr.opcode in JUMPS and instr.argval in index_of:
                 work.append((index_of[instr.argval], depth + _effect(instr, True)))
             if instr.opname in _UNCONDITIONAL:
                 break

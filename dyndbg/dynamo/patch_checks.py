@@ -9,7 +9,8 @@ import dis
 import types
 from typing import NamedTuple
 
-from dyndbg.cpython.opcodes import pushes_null, trusted_slot
+from dyndbg.cpython.opcodes import JUMPS, pushes_null, trusted_slot
+from dyndbg.cpython.stackdepth import stack_depths, underflow
 from dyndbg.dynamo.cache import CacheError
 
 
@@ -19,8 +20,9 @@ def check(before: types.CodeType, after: types.CodeType) -> None:
     diff = Diff.of(before, after)
     _check_end(diff)
     _check_unchecked(diff)
-    _check_layout(diff)
-    _check_trusted(diff)
+    depths = stack_depths(after)
+    _check_layout(diff, depths)
+    _check_trusted(diff, depths)
 
 
 def listing(code: types.CodeType) -> list[dis.Instruction]:
@@ -30,7 +32,6 @@ def listing(code: types.CodeType) -> list[dis.Instruction]:
 
 def _check_stack(code: types.CodeType) -> None:
     """Refuse code whose stack would go below its bottom on some path."""
-    from dyndbg.cpython.stackdepth import underflow
     try:
         offset = underflow(code)
     except Exception as error:  # noqa: BLE001
@@ -62,7 +63,7 @@ def _check_unchecked(diff: Diff) -> None:
     if not changed:
         return
     # Any jump back (3.11's POP_JUMP_BACKWARD_IF_* too) runs later code again.
-    loops = any(i.opcode in _JUMPS and i.argval < i.offset for i in diff.new)
+    loops = any(i.opcode in JUMPS and i.argval < i.offset for i in diff.new)
     for k, instr in enumerate(diff.new):
         if instr.opname in _UNCHECKED and (loops or k > min(changed)):
             raise CacheError(f"refused: {instr.opname} at {k} (after the patch) trusts the "
@@ -79,12 +80,11 @@ SAFE = {"NOP", "LOAD_CONST", "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_DEREF", "LOAD
         "RETURN_VALUE", "RETURN_CONST", "BUILD_TUPLE"}
 
 
-def _check_layout(diff: Diff) -> None:
+def _check_layout(diff: Diff, new_depths: dict[int, int]) -> None:
     """Refuse a patch that touches an instruction outside SAFE, pushes a NULL, or
     leaves a later instruction (other than a return) at another stack depth."""
-    from dyndbg.cpython.stackdepth import stack_depths
     old, new = diff.old, diff.new
-    old_depths, new_depths = stack_depths(diff.before), stack_depths(diff.after)
+    old_depths = stack_depths(diff.before)
     for tag, a0, a1, b0, b1 in diff.opcodes:
         if tag == "equal":
             for k in range(b1 - b0):
@@ -115,11 +115,10 @@ def _pops(instr: dis.Instruction) -> int:
     return instr.arg or 0 if instr.opname == "BUILD_TUPLE" else _POPS.get(instr.opname, 0)
 
 
-def _check_trusted(diff: Diff) -> None:
+def _check_trusted(diff: Diff, depths: dict[int, int]) -> None:
     """Refuse a changed instruction that would take, as an operand, a value the
     interpreter trusts (a call's NULL, an unbound local's, an iterator): it crashes."""
-    from dyndbg.cpython.stackdepth import stack_depths
-    new, depths = diff.new, stack_depths(diff.after)
+    new = diff.new
     live: dict[int, set[int]] = collections.defaultdict(set)   # index -> trusted slots
     for k, instr in enumerate(new):
         depth = depths.get(instr.offset)
@@ -166,9 +165,6 @@ class Diff(NamedTuple):
         return frozenset(k for k in changed if k < len(self.new))
 
 
-_JUMPS = set(dis.hasjrel) | set(dis.hasjabs)
-
-
 def _comparable(instructions: list[dis.Instruction]) -> list[tuple[str, str]]:
     # A jump's argrepr names an offset, which moves when anything before it does.
-    return [(i.opname, "" if i.opcode in _JUMPS else i.argrepr) for i in instructions]
+    return [(i.opname, "" if i.opcode in JUMPS else i.argrepr) for i in instructions]

@@ -21,7 +21,7 @@ import sys
 import types
 from typing import NamedTuple
 
-from dyndbg.cpython.opcodes import CHECKED_LOCAL_LOAD, UNCHECKED_LOCAL_LOADS
+from dyndbg.cpython.opcodes import CHECKED_LOCAL_LOAD, JUMPS, UNCHECKED_LOCAL_LOADS
 from dyndbg.dynamo import patch_checks
 from dyndbg.dynamo.cache import CacheError
 from dyndbg.dynamo.patch_checks import listing
@@ -192,7 +192,7 @@ def _instruction(op: PatchOp, options: dict, instructions: list, position: dict[
         if opname == "LOAD_ATTR" and sys.version_info >= (3, 12):
             return create_instruction(opname, arg=0, argval=name)
         return create_instruction(opname, argval=name)
-    if opcode in dis.hasjrel or opcode in dis.hasjabs:
+    if opcode in JUMPS:
         if not text.isdigit() or int(text) not in position:
             raise CacheError(f"{opname} takes the index of its target instruction, as ll shows it")
         return create_instruction(opname, target=instructions[position[int(text)]])
