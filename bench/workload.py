@@ -59,7 +59,7 @@ def alternating(rounds: int, n: int, commands: list[str]) -> dict:
         for phase in (plain, debugged):
             engine = attach(io.StringIO(), commands, read_rc=False) if phase is debugged else None
             if engine is not None:  # as `python -m dyndbg --post-mortem` sets it
-                engine.recording = os.environ.get("BENCH_POST_MORTEM") == "1"
+                engine.keep_failed_calls = os.environ.get("BENCH_POST_MORTEM") == "1"
                 tracer = engine.tracer.name
             x = step(x, w)           # the first stop runs the commands; not timed
             start = time.perf_counter()

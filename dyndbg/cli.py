@@ -207,7 +207,7 @@ def _attach(args: argparse.Namespace, prefix_rank: int | None) -> int | None:
         out = RankWriter(out, prefix_rank, interactive=reads_input)  # type: ignore[assignment]
     engine = attach(out, args.command, args.no_color, read_rc=not args.no_rc,
                     read_input=reads_input)
-    engine.recording = args.post_mortem
+    engine.keep_failed_calls = args.post_mortem
     if args.trace:
         engine.instruction_trace = True
     return None

@@ -125,14 +125,14 @@ class Engine:
         self.hooks.set_callback_active(self._wants_callback())
 
     @property
-    def recording(self) -> bool:
+    def keep_failed_calls(self) -> bool:
         """--post-mortem: keep the stack of every call out of generated code
         that an exception leaves, for post_mortem()."""
-        return self.policy.recording
+        return self.policy.failed_calls
 
-    @recording.setter
-    def recording(self, on: bool) -> None:
-        self.policy.recording = on
+    @keep_failed_calls.setter
+    def keep_failed_calls(self, on: bool) -> None:
+        self.policy.failed_calls = on
         self.tracer.retrace()
 
     @property
@@ -351,7 +351,7 @@ class Engine:
             return
         stack = self.snapshots.before_current(frame)
         self.failures.record(frame, stack)
-        if self.policy.recording and self.policy.trace_level(entry, frame, recording=False) \
+        if self.policy.failed_calls and self.policy.trace_level(entry, frame, failed_calls=False) \
                 is TraceLevel.NONE:
             return  # traced only to record this
         self._stopped_exception = exc

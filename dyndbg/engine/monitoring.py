@@ -293,7 +293,7 @@ class MonitoringTracer:
         if sink.detached:
             return
         running = id(code) in self._running
-        if not running and not self.policy.recording:
+        if not running and not self.policy.failed_calls:
             return
         try:
             frame = sys._getframe(1)
@@ -301,7 +301,7 @@ class MonitoringTracer:
                 self._returned(code, frame.f_lasti)
                 sink.on_return(frame)
             caller = frame.f_back
-            if self.policy.recording and caller is not None and id(caller.f_code) in self._generated:
+            if self.policy.failed_calls and caller is not None and id(caller.f_code) in self._generated:
                 sink.on_call_failed(caller)
         except BaseException as error:  # noqa: BLE001
             self._fail(error)

@@ -5,7 +5,7 @@ possible: while stepping, every generated instruction; after `continue`, the
 armed instructions of code holding enabled breakpoints (see ArmingPlan), and
 the starts, returns and exceptions of frames that need them. The tracing
 mechanisms (settrace.py, monitoring.py) ask these questions; the engine sets
-`stepping` and `recording`.
+`stepping`, `failed_calls` and `history`.
 """
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ class TracePolicy:
         # Every generated instruction is delivered: it may stop, or `trace on`
         # shows it (read on every event).
         self.stepping = True
-        self.recording = False    # --post-mortem: exceptions leaving calls are recorded
+        self.failed_calls = False  # --post-mortem: the stacks of calls an exception leaves are kept
         self.tracing = False      # `trace on`: every instruction, start and return is shown
         self._plans: dict[int, ArmingPlan] = {}   # id(code) -> its plan, for `version`
         self._plans_version: object = None
@@ -54,21 +54,21 @@ class TracePolicy:
     def version(self) -> object:
         """Changes whenever a per-code decision of trace_level may change in
         continue mode (mechanisms cache those per code object)."""
-        return (self.breakpoints.version, self.recording, self.tracing)
+        return (self.breakpoints.version, self.failed_calls, self.tracing)
 
     def idle(self) -> bool:
         """Nothing can stop (or be recorded) after continue. Once some code
         holds torch's markers, never: unhooked, torch would start its own
         debugger there."""
-        if self.registry.has_markers or self.recording:
+        if self.registry.has_markers or self.failed_calls:
             return False
         return not any(bp.enabled and not isinstance(bp.target, MarkerTarget)
                        for bp in self.breakpoints)
 
     def trace_level(self, entry: GeneratedCode, frame: types.FrameType | None = None,
-                    recording: bool = True) -> TraceLevel:
+                    failed_calls: bool = True) -> TraceLevel:
         """How much of a generated frame must be traced for every possible stop
-        (and, with `recording`, for --post-mortem's record).
+        (and, with `failed_calls`, for --post-mortem's record of failed calls).
 
         Without the frame (per code object) the answer errs towards tracing.
         """
@@ -77,7 +77,7 @@ class TracePolicy:
         if self.breakpoints.armed(entry, code_info(entry.extra, entry.code)):
             return TraceLevel.ARMED
         if self.breakpoints.catches_exceptions() or self._calls_watched_resume(entry, frame) \
-                or (recording and self.recording):
+                or (failed_calls and self.failed_calls):
             return TraceLevel.CALLS
         return TraceLevel.NONE
 

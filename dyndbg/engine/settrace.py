@@ -182,7 +182,7 @@ class SettraceTracer:
         # The hot path: most calls made while a generated frame runs are not generated.
         if id(code) not in self._generated and not code.co_name.startswith(RESUME_PREFIXES) \
                 and not self.hooks.interrupt_pending:
-            if self.policy.recording and frame.f_back is not None \
+            if self.policy.failed_calls and frame.f_back is not None \
                     and id(frame.f_back.f_code) in self._generated:
                 # Called by generated code: if an exception leaves it, the
                 # caller's stack still holds the call (read only then).
