@@ -8,6 +8,7 @@ A NULL slot is a real state (method calls push NULL); it is returned as `NULL`.
 """
 from __future__ import annotations
 
+import _ctypes
 import ctypes
 import sys
 import types
@@ -51,10 +52,15 @@ def _read_pointer(address: int) -> int:
     return ctypes.c_void_p.from_address(address).value or 0
 
 
+_from_pointer = _ctypes.PyObj_FromPtr   # the object at an address (a new reference)
+
+
 def _read_stack_with(layout: FrameLayout, frame: types.FrameType,
-                     depth: int | None = None, stored: bool = True) -> list[object]:
+                     depth: int | None = None, stored: bool = True,
+                     with_locals: bool = False) -> list[object]:
     """`depth`: the static depth, used where no stack pointer is stored;
-    `stored`: False where a stored one cannot be current (3.12+ at events)."""
+    `stored`: False where a stored one cannot be current (3.12+ at events);
+    `with_locals`: the local, cell and free slots first, then the stack."""
     code = frame.f_code
     iframe = _read_pointer(id(frame) + layout.f_frame)
     if not iframe:
@@ -70,11 +76,14 @@ def _read_stack_with(layout: FrameLayout, frame: types.FrameType,
         top = base + depth
     if top < base or top > base + code.co_stacksize:
         raise StackUnavailable("value stack not readable in this frame state")
-    values: list[object] = []
-    for slot in range(base, top):
-        pointer = _read_pointer(iframe + layout.localsplus + 8 * slot)
-        values.append(NULL if not pointer else ctypes.cast(pointer, ctypes.py_object).value)
-    return values
+    first = 0 if with_locals else base
+    if top == first:
+        return []
+    # One read of the slots' pointers, then one object per non-NULL pointer
+    # (recording reads every instruction's slots: this is its hot path).
+    pointers = (ctypes.c_void_p * (top - first)).from_address(
+        iframe + layout.localsplus + 8 * first)[:]
+    return [_from_pointer(p) if p else NULL for p in pointers]
 
 
 _checked: tuple[FrameLayout | None, str | None] | None = None
@@ -144,6 +153,27 @@ def read_value_stack(frame: types.FrameType) -> list[object]:
     if depth is None:
         raise StackUnavailable("no instruction starts at this frame's offset")
     return _read_stack_with(layout, frame, depth, stored=False)
+
+
+def read_frame_slots(frame: types.FrameType) -> list[object]:
+    """As read_value_stack, with the frame's local, cell and free slots
+    first (slot_names says which is which; an unbound one is NULL)."""
+    layout = _layout()
+    if layout.stacktop_at_events:
+        return _read_stack_with(layout, frame, with_locals=True)
+    depth = depth_before(frame.f_code, frame.f_lasti)
+    if depth is None:
+        raise StackUnavailable("no instruction starts at this frame's offset")
+    return _read_stack_with(layout, frame, depth, stored=False, with_locals=True)
+
+
+def slot_names(code: types.CodeType) -> tuple[tuple[str, ...], frozenset[int]]:
+    """The names of the slots before the value stack, and which of them hold
+    a cell (a cell or free variable: its value is the cell's contents)."""
+    names = tuple(code._varname_from_oparg(i)  # type: ignore[attr-defined]
+                  for i in range(nlocalsplus(code)))
+    celled = set(code.co_cellvars) | set(code.co_freevars)
+    return names, frozenset(i for i, name in enumerate(names) if name in celled)
 
 
 def read_suspended_stack(frame: types.FrameType) -> list[object]:
