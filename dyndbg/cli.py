@@ -20,7 +20,7 @@ from dyndbg import __version__
 from dyndbg.ownframes import is_own_frame
 
 USAGE = ("python -m dyndbg [-c COMMAND]... [--out FILE] [--no-color] [--post-mortem] "
-         "[--trace] [--no-rc] [--rank R] "
+         "[--record] [--trace] [--no-rc] [--rank R] "
          "(SCRIPT | -m MODULE) [ARGS...]")
 DESCRIPTION = """\
 Run a Python script and stop in the bytecode that TorchDynamo (torch.compile)
@@ -56,6 +56,10 @@ def _parser() -> argparse.ArgumentParser:
                              "code, stop at the failing instruction, as pdb's post mortem "
                              "(generated code runs traced, to keep the stack the failing "
                              "call saw)")
+    parser.add_argument("--record", action="store_true",
+                        help="record every generated instruction that runs, with its "
+                             "stack and locals, from the start, as `record on`: `back` "
+                             "steps back through it")
     parser.add_argument("--trace", action="store_true",
                         help="print every generated instruction before it runs, and every "
                              "generated frame's start and return, as `trace on` (with "
@@ -208,6 +212,8 @@ def _attach(args: argparse.Namespace, prefix_rank: int | None) -> int | None:
     engine = attach(out, args.command, args.no_color, read_rc=not args.no_rc,
                     read_input=reads_input)
     engine.keep_failed_calls = args.post_mortem
+    if args.record:
+        engine.recording = True
     if args.trace:
         engine.instruction_trace = True
     return None

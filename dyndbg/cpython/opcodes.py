@@ -27,6 +27,26 @@ _RETURNS_ITS_ARGUMENT = frozenset({"RETURN_CONST"})
 JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
 
 # The instruction that loads torch's <BREAKPOINT> marker constant.
+# Instructions that run no Python code and change no object in place: after
+# one, every slot of the frame that still holds the same object holds it
+# unchanged (the recorder then re-reads only the slots whose object changed).
+# Calls, operators, attribute access, truth tests, iteration and the
+# container updates (LIST_APPEND, STORE_SUBSCR...) are not in it. Names of
+# 3.11 to 3.13 together: each version has its own subset.
+KEEPS_VALUES_OPNAMES = frozenset({
+    "NOP", "RESUME", "CACHE", "EXTENDED_ARG", "PRECALL", "KW_NAMES", "PUSH_NULL",
+    "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "LOAD_FAST_LOAD_FAST",
+    "LOAD_CONST", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_GLOBAL",
+    "STORE_FAST", "STORE_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST", "DELETE_FAST",
+    "STORE_DEREF", "MAKE_CELL", "COPY_FREE_VARS",
+    "POP_TOP", "SWAP", "COPY", "END_FOR",
+    "BUILD_TUPLE", "BUILD_LIST", "BUILD_SLICE", "MAKE_FUNCTION",
+    "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP",
+    "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE",
+    "POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_FORWARD_IF_NOT_NONE",
+    "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE",
+})
+
 MARKER_LOAD = "LOAD_CONST"
 
 

@@ -41,11 +41,22 @@ class StackUnavailable(Exception):
     """The value stack cannot be read here; the message says why."""
 
 
+_nlocalsplus: dict[int, tuple[types.CodeType, int]] = {}   # id(code) -> (code, count)
+
+
 def nlocalsplus(code: types.CodeType) -> int:
-    """Number of fast-local, cell and free slots before the value stack."""
+    """Number of fast-local, cell and free slots before the value stack
+    (remembered per code object: recording asks at every instruction)."""
+    known = _nlocalsplus.get(id(code))
+    if known is not None and known[0] is code:
+        return known[1]
     varnames = code.co_varnames
     cells = [c for c in code.co_cellvars if c not in varnames]
-    return len(varnames) + len(cells) + len(code.co_freevars)
+    count = len(varnames) + len(cells) + len(code.co_freevars)
+    if len(_nlocalsplus) > 4096:
+        _nlocalsplus.clear()
+    _nlocalsplus[id(code)] = (code, count)
+    return count
 
 
 def _read_pointer(address: int) -> int:

@@ -94,6 +94,15 @@ class Registry:
         """Dynamo compiled this code (so the C callback sees it run)."""
         return id(original) in self._transformed_from
 
+    def generated_frames(self, frame: types.FrameType | None) -> list[types.FrameType]:
+        """The generated frames among `frame` and its callers, innermost first."""
+        generated = []
+        while frame is not None:
+            if self.get(frame.f_code) is not None:
+                generated.append(frame)
+            frame = frame.f_back
+        return generated
+
     def get(self, code: types.CodeType) -> GeneratedCode | None:
         """The entry for `code`, registering it on first sight if it is
         generated code that never passed the bytecode hook: a resume function

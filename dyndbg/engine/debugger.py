@@ -17,15 +17,16 @@ from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
 from dyndbg.dynamo.edits import EDITS
 from dyndbg.dynamo.markers import torch_has_marker
 from dyndbg.engine.breakpoints import BreakpointTable
-from dyndbg.engine.codeinfo import CodeInfo, Instr, code_info
+from dyndbg.engine.codeinfo import CodeInfo, code_info
 from dyndbg.engine.conditions import Conditions
 from dyndbg.engine.control import ConditionInterrupted, DyndbgQuit
+from dyndbg.engine.history import History
 from dyndbg.engine.interrupts import Interrupts
 from dyndbg.engine.modes import Mode, StepKind, TraceLevel
 from dyndbg.engine.policy import TracePolicy, keeps_arguments
 from dyndbg.engine.postmortem import FailureLog, post_mortem_stop
 from dyndbg.engine.snapshots import Snapshots
-from dyndbg.engine.stop import Stop, StopReason, TraceEvent, TraceKind
+from dyndbg.engine.stop import Stop, StopReason, TraceEvent, TraceKind, frame_event
 from dyndbg.engine.tracer import Tracer, make_tracer
 from dyndbg.faults import FAULTS_ON, maybe_fault
 
@@ -59,6 +60,7 @@ class Engine:
         self.interrupts = Interrupts(self, frontend.message)
         self.snapshots = Snapshots()    # the stacks read, for exception stops and `up`
         self.failures = FailureLog()                   # for post_mortem()
+        self.history = History()                       # `record on`: what ran, to step back
         self._entry_locals: dict[int, dict] = {}       # id(frame) -> its arguments at the start
         self._stopped_in: set[int] = set()             # ids of live frames that have stopped
         self.conditions = Conditions()
@@ -86,6 +88,8 @@ class Engine:
         self.interrupts.pending = False
         self.snapshots.clear()
         self.failures.clear()
+        self.history.on = self.policy.history = False
+        self.history.clear()
         self._entry_locals.clear()
         self._stopped_in.clear()
         self._stopped_exception = None
@@ -109,7 +113,9 @@ class Engine:
     @mode.setter
     def mode(self, mode: Mode) -> None:
         self._mode = mode
-        self.policy.stepping = mode.stepping or self.policy.tracing
+        # Every generated instruction is delivered while `trace on` shows it
+        # or `record on` records it.
+        self.policy.stepping = mode.stepping or self.policy.tracing or self.policy.history
 
     @property
     def instruction_trace(self) -> bool:
@@ -120,9 +126,7 @@ class Engine:
     @instruction_trace.setter
     def instruction_trace(self, on: bool) -> None:
         self.policy.tracing = on
-        self.mode = self._mode       # every instruction is delivered while on
-        self.tracer.retrace()
-        self.hooks.set_callback_active(self._wants_callback())
+        self._resume_with(self._mode)   # every instruction is delivered while on
 
     @property
     def keep_failed_calls(self) -> bool:
@@ -134,6 +138,17 @@ class Engine:
     def keep_failed_calls(self, on: bool) -> None:
         self.policy.failed_calls = on
         self.tracer.retrace()
+
+    @property
+    def recording(self) -> bool:
+        """`record on`: every generated instruction that runs is recorded in
+        `history` with its stack and locals, to step back through."""
+        return self.history.on
+
+    @recording.setter
+    def recording(self, on: bool) -> None:
+        self.history.on = self.policy.history = on
+        self._resume_with(self._mode)   # every instruction is delivered while on
 
     @property
     def in_condition(self) -> bool:
@@ -180,22 +195,13 @@ class Engine:
         """set_trace(): stop at the next generated instruction to run: in the
         innermost generated frame that `frame` returns to, if there is one.
         `caller` names the entry point for the stop's first line."""
-        generated = self.generated_frames(frame)
+        generated = self.registry.generated_frames(frame)
         self.step_into(generated)
         if caller and generated:
             self.mode.why = f"after {caller}"
         elif caller and frame is not None:
             where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
             self.mode.why = f"at the first generated code since {caller} at {where}"
-
-    def generated_frames(self, frame: types.FrameType | None) -> list[types.FrameType]:
-        """The generated frames among `frame` and its callers, innermost first."""
-        generated = []
-        while frame is not None:
-            if self.registry.get(frame.f_code) is not None:
-                generated.append(frame)
-            frame = frame.f_back
-        return generated
 
     def step_into(self, frames: list[types.FrameType]) -> None:
         """Step mode, with these live generated frames stopping at their next instruction."""
@@ -241,6 +247,7 @@ class Engine:
         self._entry_locals[key] = dict(frame.f_locals)
         self._stopped_in.discard(key)
         self.snapshots.drop(frame)
+        self.history.frame_done(frame)   # a new frame may reuse a finished one's id
         if self.policy.tracing:
             self._trace(TraceKind.ENTER, frame)
 
@@ -248,6 +255,7 @@ class Engine:
         """The frame can stop no more (it returned, or was released)."""
         key = id(frame)
         self.snapshots.drop(frame)
+        self.history.frame_done(frame)
         self._entry_locals.pop(key, None)
         self._stopped_in.discard(key)
 
@@ -282,7 +290,10 @@ class Engine:
         if entry is None:
             return
         info = self.info_for(entry)
-        stepping = self.policy.stepping
+        if self.history.on:
+            self.history.record(frame, entry, info)
+        # Delivered for `record on` alone, every instruction comes here too.
+        stepping = self._mode.stepping or self.policy.tracing
         if not stepping and frame.f_lasti not in self.breakpoints.armed(entry, info):
             return  # the fast path: nothing can stop here
         instr = info.at_offset(frame.f_lasti)
@@ -305,7 +316,7 @@ class Engine:
             lambda expr: self.conditions.evaluate(frame, expr, stack), self.frontend.message)
         if hit:
             reason = StopReason.BREAKPOINT
-        elif self._wants_step_stop(frame, instr):
+        elif self.mode.stops_at(frame, instr.index, is_return(instr.opname)):
             reason = StopReason.STEP
         else:
             return
@@ -315,28 +326,8 @@ class Engine:
 
     def _trace(self, kind: TraceKind, frame: types.FrameType, value: object = None) -> None:
         entry = self.registry.get(frame.f_code)
-        if entry is None:
-            return
-        info = self.info_for(entry)
-        if kind is TraceKind.RETURN:
-            # Left at an instruction that is no return: by an exception.
-            instr = info.containing(frame.f_lasti)
-            if instr is None or not is_return(instr.opname):
-                kind = TraceKind.UNWIND
-        self.frontend.trace(TraceEvent(kind, frame, entry, info, None, value))
-
-    def _wants_step_stop(self, frame: types.FrameType, instr: Instr) -> bool:
-        mode = self.mode
-        if mode.kind is StepKind.CONTINUE:
-            return False
-        if mode.kind is StepKind.RETURN:
-            return frame is mode.frame and is_return(instr.opname)
-        if mode.kind is StepKind.UNTIL:
-            return frame is mode.frame and instr.index >= mode.until_index
-        if mode.kind is StepKind.NEXT and frame is not mode.frame:
-            return False
-        mode.count -= 1
-        return mode.count <= 0
+        if entry is not None:
+            self.frontend.trace(frame_event(kind, frame, entry, self.info_for(entry), value))
 
     def on_exception(self, frame: types.FrameType, exc: BaseException) -> None:
         """An exception is raised in (or passes through) a traced generated frame."""
@@ -350,10 +341,13 @@ class Engine:
         if instr is None:
             return
         stack = self.snapshots.before_current(frame)
+        if stack is None and self.history.on:
+            stack = self.history.stack_before(frame)
         self.failures.record(frame, stack)
-        if self.policy.failed_calls and self.policy.trace_level(entry, frame, failed_calls=False) \
-                is TraceLevel.NONE:
-            return  # traced only to record this
+        if (self.policy.failed_calls or self.policy.history) and not self._mode.stepping \
+                and not self.policy.tracing \
+                and self.policy.trace_level(entry, frame, recording=False) is TraceLevel.NONE:
+            return  # traced only to record
         self._stopped_exception = exc
         note = "before the failing instruction" if stack is not None else \
             "not recorded before the failing instruction"

@@ -31,6 +31,20 @@ class Mode:
         """Every generated instruction may stop (the engine decides which)."""
         return self.kind is not StepKind.CONTINUE
 
+    def stops_at(self, frame: types.FrameType, index: int, returns: bool) -> bool:
+        """Whether this mode stops before the instruction `index` of `frame`
+        (`returns`: it is a return); a step or next count counts down here."""
+        if self.kind is StepKind.CONTINUE:
+            return False
+        if self.kind is StepKind.RETURN:
+            return frame is self.frame and returns
+        if self.kind is StepKind.UNTIL:
+            return frame is self.frame and index >= self.until_index
+        if self.kind is StepKind.NEXT and frame is not self.frame:
+            return False
+        self.count -= 1
+        return self.count <= 0
+
 
 class TraceLevel(enum.IntEnum):
     """How much of a generated frame is traced, least first."""

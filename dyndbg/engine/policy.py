@@ -46,6 +46,7 @@ class TracePolicy:
         # shows it (read on every event).
         self.stepping = True
         self.failed_calls = False  # --post-mortem: the stacks of calls an exception leaves are kept
+        self.history = False       # `record on`: every generated instruction is recorded
         self.tracing = False      # `trace on`: every instruction, start and return is shown
         self._plans: dict[int, ArmingPlan] = {}   # id(code) -> its plan, for `version`
         self._plans_version: object = None
@@ -54,30 +55,31 @@ class TracePolicy:
     def version(self) -> object:
         """Changes whenever a per-code decision of trace_level may change in
         continue mode (mechanisms cache those per code object)."""
-        return (self.breakpoints.version, self.failed_calls, self.tracing)
+        return (self.breakpoints.version, self.failed_calls, self.tracing, self.history)
 
     def idle(self) -> bool:
         """Nothing can stop (or be recorded) after continue. Once some code
         holds torch's markers, never: unhooked, torch would start its own
         debugger there."""
-        if self.registry.has_markers or self.failed_calls:
+        if self.registry.has_markers or self.failed_calls or self.history:
             return False
         return not any(bp.enabled and not isinstance(bp.target, MarkerTarget)
                        for bp in self.breakpoints)
 
     def trace_level(self, entry: GeneratedCode, frame: types.FrameType | None = None,
-                    failed_calls: bool = True) -> TraceLevel:
+                    recording: bool = True) -> TraceLevel:
         """How much of a generated frame must be traced for every possible stop
-        (and, with `failed_calls`, for --post-mortem's record of failed calls).
+        (and, with `recording`, for --post-mortem's record of failed calls and
+        for the history: everything, while `record on`).
 
         Without the frame (per code object) the answer errs towards tracing.
         """
-        if self.stepping:
+        if self.stepping and (recording or not self.history):
             return TraceLevel.EVERY
         if self.breakpoints.armed(entry, code_info(entry.extra, entry.code)):
             return TraceLevel.ARMED
         if self.breakpoints.catches_exceptions() or self._calls_watched_resume(entry, frame) \
-                or (failed_calls and self.failed_calls):
+                or (recording and self.failed_calls):
             return TraceLevel.CALLS
         return TraceLevel.NONE
 

@@ -88,7 +88,7 @@ class SettraceTracer:
         instruction when stepping, armed lines otherwise): the traced ones,
         and the callers on the current stack that started untraced (stepping
         out of a resume function goes on in them)."""
-        for frame in self.sink.generated_frames(sys._getframe(1)):
+        for frame in self.sink.registry.generated_frames(sys._getframe(1)):
             if not any(frame is a for a in self.active):
                 entry = self._generated.get(id(frame.f_code))
                 if entry is None or self.policy.trace_level(entry, frame) is TraceLevel.NONE:

@@ -7,6 +7,7 @@ import types
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from dyndbg.cpython import is_return
 from dyndbg.dynamo.registry import GeneratedCode
 from dyndbg.engine.breakpoints import Breakpoint
 from dyndbg.engine.codeinfo import CodeInfo, Instr
@@ -53,3 +54,14 @@ class TraceEvent(NamedTuple):
     info: CodeInfo
     instr: Instr | None          # INSTRUCTION only
     value: object = None         # RETURN only
+
+
+def frame_event(kind: TraceKind, frame: types.FrameType, entry: GeneratedCode, info: CodeInfo,
+                value: object = None) -> TraceEvent:
+    """The trace line of a frame's start (ENTER) or end (RETURN): an end at
+    an instruction that is no return is by an exception (UNWIND)."""
+    if kind is TraceKind.RETURN:
+        instr = info.containing(frame.f_lasti)
+        if instr is None or not is_return(instr.opname):
+            kind = TraceKind.UNWIND
+    return TraceEvent(kind, frame, entry, info, None, value)

@@ -152,11 +152,17 @@ class BreakpointCommands:
     complete_b = complete_tbreak = complete_cl = complete_clear = complete_break
 
     def do_info(self, arg: str) -> None:
-        """info breakpoints
+        """info breakpoints | info record
         List breakpoints, as `break` with no argument does (gdb's spelling;
-        `info b` too)."""
-        if arg.strip() not in ("breakpoints", "break", "b"):
-            raise CommandError("usage: info breakpoints")
+        `info b` too); what the recorded history holds, as `record` does."""
+        what = arg.strip()
+        if what in ("record", "rec"):
+            record = self.host.command("record")
+            assert record is not None
+            record("")
+            return
+        if what not in ("breakpoints", "break", "b"):
+            raise CommandError("usage: info breakpoints | info record")
         self._list_breakpoints()
 
     def do_tbreak(self, arg: str) -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 if TYPE_CHECKING:
     from dyndbg.engine.debugger import Engine
     from dyndbg.engine.stop import Stop
+    from dyndbg.ui.history_commands import PastView
     from dyndbg.ui.style import Highlighter
 
 
@@ -30,6 +31,7 @@ class Host(Protocol):
     stop: Stop | None
     frames: list[types.FrameType]
     selected: int
+    past: PastView | None     # a recorded point in view (`back`): values come from it
 
     @property
     def frame(self) -> types.FrameType: ...
@@ -37,6 +39,7 @@ class Host(Protocol):
     def frame_stack(self) -> tuple[list[object] | None, str]: ...
     def namespace(self) -> collections.ChainMap: ...
     def evaluate(self, expression: str) -> object: ...
+    def frame_globals(self) -> dict: ...
 
     # running: the engine's resume modes and tables; resume() ends the prompt loop
     engine: Engine
@@ -54,6 +57,8 @@ class Host(Protocol):
     reader: Reader
 
     def print_sticky(self, stop: Stop) -> None: ...
+    def print_stop(self, stop: Stop) -> None: ...
+    def show_displays(self) -> None: ...
 
     # the commands: the families in help order, and lookup as the prompt does it
     @property

@@ -59,7 +59,7 @@ class LookingCommands:
         Module globals of the selected frame matching a glob (e.g. __compiled_fn_*)."""
         pattern = arg.strip() or "*"
         shown = 0
-        for name, value in sorted(self.host.frame.f_globals.items()):
+        for name, value in sorted(self.host.frame_globals().items()):
             if name == "__builtins__" or not fnmatch.fnmatchcase(name, pattern):
                 continue
             self.host.write(f"  {name:<30} {type_name(value):<14} {summarize(value, 60)}")
@@ -141,12 +141,30 @@ class LookingCommands:
     def do_where(self, arg: str) -> None:
         """w(here) | bt
         The frames from the script down to the current one: generated frames with
-        their compile id and instruction, and the Python frames between them."""
+        their compile id and instruction, and the Python frames between them.
+        At a recorded point: the recorded generated frames, each at its call."""
+        if self.host.past is not None:
+            self._recorded_where()
+            return
         for i, frame in enumerate(self.host.frames):
             marker = ">" if i == self.host.selected else " "
             self.host.write(f"{marker} {i:>2} {self._frame_line(frame)}")
 
     do_w = do_bt = do_where
+
+    def _recorded_where(self) -> None:
+        past = self.host.past
+        assert past is not None
+        chain = self.host.engine.history.callers(past.record)[::-1]
+        self.host.write(f"[{past.note()}; generated frames only]")
+        for i, record in enumerate(chain):
+            marker = ">" if i == len(chain) - 1 else " "
+            code = record.entry.code
+            self.host.write(f"{marker} {i:>2} {record.entry.label()}  instr {record.instr.index} "
+                            f"@{record.instr.offset}  {code.co_filename}:{record.instr.line} "
+                            f"{code.co_name}")
+        if chain[0].caller >= 0:
+            self.host.write("  (older callers were dropped from the history)")
 
     def _frame_line(self, frame: types.FrameType) -> str:
         """A frame's `where` line; post mortem, at the instruction of the traceback."""
@@ -164,6 +182,9 @@ class LookingCommands:
 
     def _move(self, arg: str, direction: int) -> None:
         host = self.host
+        if host.past is not None:
+            raise CommandError("at a recorded point frames are not selected ('where' lists "
+                               "them); 'present' returns to the live frames")
         count = parse_int(arg, "frame count") if arg else 1
         if count < 1:
             raise CommandError("frame count must be at least 1")
@@ -193,6 +214,10 @@ class LookingCommands:
 
     # -- listings ----------------------------------------------------------------------------
     def _listing_target(self) -> tuple[GeneratedCode, CodeInfo, int | None]:
+        past = self.host.past
+        if past is not None:
+            entry = past.record.entry
+            return entry, self.host.engine.info_for(entry), past.record.instr.index
         frame = self.host.frame
         entry = self.host.engine.entry_for(frame.f_code)
         if entry is None:
@@ -239,7 +264,7 @@ class LookingCommands:
                        current: int | None, raw: bool = False) -> None:
         host = self.host
         offsets = host.engine.breakpoints.at_code(entry, info)
-        rename = (lambda text: text) if raw else render.renamer(host.frame)
+        rename = (lambda text: text) if raw else render.renamer_for(host.frame_globals())
         for line in render.disassembly(info, first, last, current, offsets, rename,
                                        entry.edited or frozenset()):
             host.write(host.highlighter.disassembly_line(line))
@@ -252,14 +277,17 @@ class LookingCommands:
         frame = self.host.frame
         generated = self._generated(frame)
         line: int | None
-        if generated is not None:
+        filename = frame.f_code.co_filename
+        if self.host.past is not None:
+            line = self.host.past.record.instr.line
+            filename = self.host.past.record.entry.code.co_filename
+        elif generated is not None:
             instr = generated[1].at_offset(frame.f_lasti)
             line = instr.line if instr is not None else None
         else:
             line = frame.f_lineno
         if line is None:
             raise CommandError("no source line for the current instruction")
-        filename = frame.f_code.co_filename
         first = max(1, line - context)
         shown = False
         for number in range(first, line + context + 1):

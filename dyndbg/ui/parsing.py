@@ -37,6 +37,29 @@ def parse_count(arg: str, what: str) -> int:
     return count
 
 
+_SIZE_UNITS = {"": 1, "B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}
+
+
+def parse_bytes(text: str, what: str) -> int:
+    """`512MB`, `2GB`, `1048576`: a size in bytes (units of 1024), at least 1."""
+    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?B?)\s*", text.upper())
+    if match is None:
+        raise CommandError(f"{what} must be a size such as 512MB or 2GB, not {text!r}")
+    size = int(match[1]) * _SIZE_UNITS[match[2] if match[2] in _SIZE_UNITS else match[2] + "B"]
+    if size < 1:
+        raise CommandError(f"{what} must be at least 1 byte")
+    return size
+
+
+def format_bytes(size: int) -> str:
+    """1536 -> `1.5 KB`, 536870912 -> `512 MB`."""
+    for unit in ("GB", "MB", "KB"):
+        scale = _SIZE_UNITS[unit]
+        if size >= scale:
+            return f"{size / scale:.3g} {unit}"
+    return f"{size} B"
+
+
 # -- lines -------------------------------------------------------------------------------------
 def leading_word(line: str) -> str:
     """The command word: letters, digits and '_' from the start (`p(x)` -> `p`)."""

@@ -25,7 +25,10 @@ def _same(text: str) -> str:
 
 def renamer(frame: types.FrameType) -> Rename:
     """Names dynamo's globals by what they are (graph 2, torch.nn, ...)."""
-    module_globals = frame.f_globals
+    return renamer_for(frame.f_globals)
+
+
+def renamer_for(module_globals: dict) -> Rename:
     return lambda text: readable(text, module_globals)
 
 
@@ -38,10 +41,15 @@ def instruction_text(instr: Instr, rename: Rename = _same) -> str:
 
 def location(stop: Stop, rename: Rename = _same, highlight: Rename = _same) -> str:
     """`> f [0/0]  instr 14 @30  LOAD_FAST x   graph_break.py:9  a = x.sin() + y`"""
-    instr = stop.instr
-    source = stop.info.source_line(instr.line)
-    where = f"{short_path(stop.frame.f_code.co_filename)}:{instr.line}" if instr.line else ""
-    return (f"> {stop.entry.label()}  instr {instr.index}/{len(stop.info)} @{instr.offset}  "
+    return location_line(stop.entry.label(), stop.info, stop.instr, rename, highlight)
+
+
+def location_line(label: str, info: CodeInfo, instr: Instr, rename: Rename = _same,
+                  highlight: Rename = _same) -> str:
+    """location(), for a stop or for a recorded instruction."""
+    source = info.source_line(instr.line)
+    where = f"{short_path(info.code.co_filename)}:{instr.line}" if instr.line else ""
+    return (f"> {label}  instr {instr.index}/{len(info)} @{instr.offset}  "
             f"{instruction_text(instr, rename):<34} {where}  {highlight(source)}").rstrip()
 
 
@@ -61,7 +69,10 @@ def trace_line(event: TraceEvent, rename: Rename = _same) -> str:
 
 def effect(stop: Stop) -> str | None:
     """What the current instruction is about to do, where the stack tells."""
-    instr, stack = stop.instr, stop.stack
+    return effect_of(stop.instr, stop.stack)
+
+
+def effect_of(instr: Instr, stack: list[object] | None) -> str | None:
     if stack is None:
         return None
     op = instr.opname

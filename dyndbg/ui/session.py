@@ -15,6 +15,7 @@ from dyndbg.ui import boundaries, render
 from dyndbg.ui.breakpoint_commands import BreakpointCommands
 from dyndbg.ui.cache_commands import CacheCommands
 from dyndbg.ui.dynamo_commands import DynamoCommands
+from dyndbg.ui.history_commands import HistoryCommands, PastView, summarized_names
 from dyndbg.ui.host import Family, Reader
 from dyndbg.ui.looking import LookingCommands
 from dyndbg.ui.parsing import CommandError, expand_aliases, leading_word, split_commands
@@ -52,9 +53,11 @@ class Session:
         self.dynamo = DynamoCommands(self)
         self.editing = CacheCommands(self)
         self.looking = LookingCommands(self)
+        self.recorded = HistoryCommands(self)
         self.settings = SessionCommands(self)
         self.families: tuple[Family, ...] = (self.running, self.breaking, self.dynamo,
-                                             self.editing, self.looking, self.settings)
+                                             self.editing, self.looking, self.recorded,
+                                             self.settings)
         self.reader: Reader
         if self.color:
             from dyndbg.ui.completion import DebuggerCompleter  # loads prompt-toolkit
@@ -73,6 +76,8 @@ class Session:
         self.frames: list[types.FrameType] = []
         self.selected = 0
         self._locals: dict[int, dict] = {}
+        self.past: PastView | None = None      # a recorded point in view (`back`)
+        self._past_locals: tuple[int, dict] | None = None   # (seq, its locals)
 
     # -- output ---------------------------------------------------------------------
     def write(self, text: str = "") -> None:
@@ -106,6 +111,7 @@ class Session:
             self._frame_list(stop.frame)
         self.selected = len(self.frames) - 1
         self._locals = {}
+        self.past = None
         self.looking.new_stop()
         self._resumed = False
         if not self._greeted:
@@ -169,6 +175,9 @@ class Session:
             self.write(f"  {'failed' if stop.exception is not None else 'next'}: {what}")
         for line in lines:
             self.write(line)
+        self.show_displays()
+
+    def show_displays(self) -> None:
         self.looking.show_displays()
 
     def print_sticky(self, stop: Stop) -> None:
@@ -192,9 +201,10 @@ class Session:
             return ""
         depth = "?" if stop.stack is None else str(len(stop.stack))
         count = len(self.breaking.visible_breakpoints())
+        past = f" | recorded -{self.past.before_now}" if self.past is not None else ""
         return (f" {stop.entry.label()} | instr {stop.instr.index}/{len(stop.info)} | "
                 f"stack {depth} | {count} breakpoint{'s' if count != 1 else ''} | "
-                f"{self.engine.mode.kind.value}{' | sticky' if self.sticky else ''} ")
+                f"{self.engine.mode.kind.value}{' | sticky' if self.sticky else ''}{past} ")
 
     def command_names(self) -> list[str]:
         """What the prompt completes: every command and alias of pdb's, and the user's."""
@@ -219,7 +229,13 @@ class Session:
         return self.frames[self.selected]
 
     def frame_locals(self, frame: types.FrameType | None = None) -> dict:
-        """f_locals read once per stop: reading it again would undo assignments."""
+        """f_locals read once per stop: reading it again would undo assignments.
+        At a recorded point (and no frame named), the locals recorded there."""
+        if self.past is not None and frame is None:
+            seq = self.past.record.seq
+            if self._past_locals is None or self._past_locals[0] != seq:
+                self._past_locals = (seq, self.past.record.locals())
+            return self._past_locals[1]
         frame = frame or self.frame
         cached = self._locals.get(id(frame))
         if cached is None:
@@ -229,6 +245,8 @@ class Session:
     def frame_stack(self) -> tuple[list[object] | None, str]:
         """The value stack of the selected frame, or None and why not."""
         assert self.stop is not None
+        if self.past is not None:
+            return list(self.past.record.stack), self.past.note()
         frame = self.frame
         if frame is self.stop.frame:
             return self.stop.stack, self.stop.stack_note
@@ -247,14 +265,26 @@ class Session:
         __frame__ and __exception__."""
         stack, _ = self.frame_stack()
         assert self.stop is not None
-        exc = self.stop.exception
-        extras = {"__stack__": list(stack) if stack is not None else [], "__frame__": self.frame,
+        exc = self.stop.exception if self.past is None else None
+        extras = {"__stack__": list(stack) if stack is not None else [],
+                  "__frame__": self.frame if self.past is None else None,
                   # as pdb: (type, value) while stopped at an exception
                   "__exception__": None if exc is None else (type(exc), exc)}
         return collections.ChainMap(self.frame_locals(), extras)
 
+    def frame_globals(self) -> dict:
+        """The module globals expressions see (a recorded point's: its frame's module)."""
+        return self.past.record.globals if self.past is not None else self.frame.f_globals
+
     def evaluate(self, expression: str) -> object:
-        return eval(expression, self.frame.f_globals, self.namespace())
+        namespace = self.namespace()
+        try:
+            return eval(expression, self.frame_globals(), namespace)
+        except Exception as error:
+            summarized = summarized_names(expression, namespace) if self.past else ""
+            if summarized:
+                raise type(error)(f"{error} ({summarized})") from None
+            raise
 
     def run_python(self, source: str) -> None:
         try:
@@ -266,7 +296,7 @@ class Session:
         try:
             sys.stdout = self.out
             sys.displayhook = self._displayhook
-            exec(code, self.frame.f_globals, self.namespace())
+            exec(code, self.frame_globals(), self.namespace())
         except Exception as error:  # noqa: BLE001 - user code
             self.error(f"{type(error).__name__}: {error}")
         finally:
@@ -307,6 +337,9 @@ class Session:
             self.run_python(line)
             return
         name = command.__name__[3:]  # an alias is the same function: `c` is continue
+        if self.past is not None and name in RUNNING_COMMANDS:
+            self.past = None
+            self.write(f"dyndbg: back at the present to {name} (from a recorded point)")
         if self.stop is not None and self.stop.reason is StopReason.POST_MORTEM and \
                 name in RUNNING_COMMANDS:
             if name not in ("continue", "quit"):

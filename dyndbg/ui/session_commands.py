@@ -8,7 +8,8 @@ from typing import Callable
 
 from dyndbg.ui import values
 from dyndbg.ui.host import Host
-from dyndbg.ui.parsing import CommandError, check_alias_body, parse_int
+from dyndbg.ui.parsing import (CommandError, check_alias_body, format_bytes, parse_bytes,
+                               parse_count, parse_int)
 
 
 def commands_of(family: object) -> list[Callable[[str], None]]:
@@ -88,7 +89,10 @@ class SessionCommands:
         """set [OPTION [on|off|VALUE]]
         Options: vi (Vi keys at the prompt; off means Emacs keys), sticky,
         color, width (characters of a value shown in summaries), trace (as
-        the trace command). With no argument, show the options."""
+        the trace command); the history's bounds (see record): record-size
+        N (instructions), record-memory SIZE (of tensor copies, e.g. 512MB),
+        record-copy-limit N (elements of the largest tensor copied). With no
+        argument, show the options."""
         host = self.host
         words = arg.split()
         if not words:
@@ -99,8 +103,16 @@ class SessionCommands:
                        f"trace {'on' if host.engine.instruction_trace else 'off'}")
             return
         option, value = words[0], (words[1] if len(words) > 1 else "on")
+        history = host.engine.history
         if option == "width":
             values.set_width(parse_int(value, "width"))
+        elif option == "record-size":
+            history.resize(parse_count(value, "record-size"))
+        elif option == "record-memory":
+            history.memory = parse_bytes(value, "record-memory")
+            value = format_bytes(history.memory)
+        elif option == "record-copy-limit":
+            history.copy_limit = parse_int(value, "record-copy-limit")
         elif value not in ("on", "off"):
             raise CommandError(f"set {option} takes on or off")
         elif option in ("vi", "emacs"):
@@ -119,7 +131,8 @@ class SessionCommands:
                 raise CommandError("colour needs a terminal (and no NO_COLOR or --no-color)")
             host.highlighter.enabled = value == "on"
         else:
-            raise CommandError(f"unknown option {option!r} (vi, sticky, color, width, trace)")
+            raise CommandError(f"unknown option {option!r} (vi, sticky, color, width, trace, "
+                               "record-size, record-memory, record-copy-limit)")
         host.write(f"{option} {value}")
 
     def do_trace(self, arg: str) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 
 from dyndbg.cpython import NULL
+from dyndbg.engine.recorded_values import Summary
 from dyndbg.timelimit import TimeLimitExceeded, time_limit
 
 _DTYPE_SHORT = {
@@ -56,7 +57,9 @@ def _tensor_type():  # type: ignore[no-untyped-def]
 
 def type_name(value: object) -> str:
     """The type column of stack and locals listings: empty where the summary
-    already names it (tensors, NULL)."""
+    already names it (tensors, NULL); a recorded summary's type."""
+    if isinstance(value, Summary):
+        return value.type_name
     tensor = _tensor_type()
     if value is NULL or tensor is not None and isinstance(value, tensor):
         return ""
