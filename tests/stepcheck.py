@@ -47,13 +47,24 @@ STEPS = 6000
 
 
 def _parse_stops(transcript: str) -> list[dict]:
-    """One dict per stop: frame label, instruction index, displays, exception flag."""
+    """One dict per stop: frame label, instruction index, displays, exception
+    flag, and the lines of `stack` there (its values, without the header)."""
     displays = {f"1: {ORACLE} = ": "oracle", f"2: {EXPECTED_PUSH} = ": "push",
                 f"3: {TOP_ID} = ": "top", f"4: {DEPTH} = ": "depth",
                 f"5: {STORED_ID} = ": "stored"}
     stops: list[dict] = []
     exception_banner = False
+    in_stack = False
     for line in transcript.splitlines():
+        if line.startswith("(dyndbg) "):
+            in_stack = line == "(dyndbg) stack" and bool(stops)
+            if in_stack:
+                stops[-1]["stack"] = []
+            continue
+        if in_stack:
+            if not line.startswith("value stack"):
+                stops[-1]["stack"].append(line)
+            continue
         match = STOP.match(line)
         if match:
             stops.append({"label": match["label"], "index": int(match["index"]),
@@ -74,15 +85,17 @@ class Covered:
     stops: int
     loads: int
     frames: set[str]
+    stacks: list[list[str]]   # what `stack` listed at each stop but exception stops
 
 
 def step_every_instruction(script: Path, reference: Run, tmp_path: Path,
-                           args: tuple[str, ...] = ()) -> Covered:
+                           args: tuple[str, ...] = (),
+                           options: tuple[str, ...] = ()) -> Covered:
     """Single-step `script` to its end with `stack` and `locals` at each stop."""
     commands = [f"display {ORACLE}", f"display {EXPECTED_PUSH}", f"display {TOP_ID}",
                 f"display {DEPTH}", f"display {STORED_ID}"]
     commands += ["stack", "locals", "s"] * STEPS
-    run = run_dyndbg([script, *args], commands, tmp_path)
+    run = run_dyndbg([script, *args], commands, tmp_path, options=list(options))
     assert run.stdout == reference.stdout
     assert run.returncode == reference.returncode
     assert run.stderr == reference.stderr
@@ -107,4 +120,66 @@ def step_every_instruction(script: Path, reference: Run, tmp_path: Path,
             else:
                 assert nxt["top"] == str(push[1]), f"{push[0]} at {stop} did not push its value"
             loads += 1
-    return Covered(len(stops), loads, {s["label"] for s in stops})
+    return Covered(len(stops), loads, {s["label"] for s in stops},
+                   [s.get("stack", []) for s in stops if not s["exception"]])
+
+
+# -- the recorded history, walked back from the end ---------------------------------------------
+PAST = re.compile(r"^\[recorded, (\d+) instructions? before now\]$")
+_ADDRESS = re.compile(r"0x[0-9a-f]+")
+# The history keeps values, not the autograd graph: its copies have no grad_fn.
+_AUTOGRAD = re.compile(r", grad_fn=<\w+(>|…)|, requires_grad=True")
+_CUT = re.compile(r"… \(\d+ chars\)$")
+# What the history keeps of an object it does not copy: a summary of its type.
+_SUMMARY = re.compile(r"<[\w.]+ object at 0x\?>|\w+\(…\)|\(not copied|\(a tensor subclass")
+
+
+def _comparable(line: str) -> str:
+    return _AUTOGRAD.sub(lambda m: "…" if m[0].endswith("…") else "",
+                         _ADDRESS.sub("0x?", line))
+
+
+def _same_value(live: str, recorded: str) -> bool:
+    live, recorded = _comparable(_CUT.sub("…", live)), _comparable(_CUT.sub("…", recorded))
+    if live == recorded:
+        return True
+    # Cut at the width (at different places once grad_fn is gone): a prefix.
+    if live.endswith("…") or recorded.endswith("…"):
+        shorter, longer = sorted((live.rstrip("…"), recorded.rstrip("…")), key=len)
+        if longer.startswith(shorter):
+            return True
+    # A summary: the type column must agree; the value is not the object's repr.
+    return bool(_SUMMARY.search(recorded)) and live.split()[:2] == recorded.split()[:2]
+
+
+def walk_history_back(script: Path, covered: Covered, tmp_path: Path) -> int:
+    """Run `script` again under --record, stepping to its last stop as the
+    soak did, then walk the history back to its start with `stack` at each
+    recorded point: each must list the stack the soak saw live there.
+    Returns the number of recorded points compared."""
+    commands = ["s"] * (covered.stops - 1) + ["stack"]
+    commands += ["back", "stack"] * (len(covered.stacks) + 2)
+    run = run_dyndbg([script], commands, tmp_path, options=["--record"])
+    assert "Traceback" not in run.transcript
+    assert "end of input" in run.transcript, "the walk must end at a prompt"
+    walked: dict[str, list[str]] = {}    # by "N instructions before now"
+    lines = run.transcript.splitlines()
+    for i, line in enumerate(lines):
+        if line == "(dyndbg) stack" and i + 1 < len(lines) and "(recorded, " in lines[i + 1]:
+            values = []
+            for rest in lines[i + 2:]:
+                if rest.startswith("(dyndbg)"):
+                    break
+                values.append(rest)
+            # `back` past the oldest stays there: the same point listed again.
+            walked.setdefault(lines[i + 1].split("(recorded, ", 1)[1], values)
+    assert "at the oldest recorded instruction" in run.transcript
+    points = list(walked.values())[::-1]    # oldest first, as the soak stopped
+    live = covered.stacks
+    # The last stop is "now" (the newest record) unless it was an exception
+    # stop, whose failing instruction is the newest record.
+    assert len(points) in (len(live) - 1, len(live)), (len(points), len(live))
+    for k, (seen, kept) in enumerate(zip(live, points)):
+        assert len(seen) == len(kept) and all(map(_same_value, seen, kept)), \
+            f"recorded point {k} of {len(points)}: live {seen} != recorded {kept}"
+    return len(points)

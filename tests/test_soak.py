@@ -1,6 +1,7 @@
 """The soak corpus: every program in tests/corpus stepped through every
 instruction (stack and locals at each stop, the stack checked against torch's
-reader), with output and exit status as in a plain run."""
+reader), with output and exit status as in a plain run, recording on; and
+its recorded history walked back from the end, against the live stacks."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,17 +9,22 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, run_plain
-from stepcheck import step_every_instruction
+from stepcheck import step_every_instruction, walk_history_back
 
 CORPUS = sorted((ROOT / "tests" / "corpus").glob("*.py"))
 
 
 @pytest.mark.parametrize("script", CORPUS, ids=[p.stem for p in CORPUS])
 def test_corpus_program(script: Path, tmp_path: Path, record_property) -> None:
-    covered = step_every_instruction(script, run_plain(script), tmp_path)
+    """Stepped with recording on (--record), the output as in a plain run;
+    then again, and the history walked back from the end: at each recorded
+    point the stack the soak saw live."""
+    covered = step_every_instruction(script, run_plain(script), tmp_path, options=("--record",))
     assert covered.stops > 0
+    walked = walk_history_back(script, covered, tmp_path)
     # Summed over all workers by conftest's terminal summary.
-    record_property("soak", {"stops": covered.stops, "loads": covered.loads})
+    record_property("soak", {"stops": covered.stops, "loads": covered.loads,
+                             "walked": walked})
 
 
 def test_corpus_is_large_enough() -> None:
