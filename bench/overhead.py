@@ -7,6 +7,8 @@ a-c: plain and debugged phases of the same loop alternate inside one process
 d-f: separate processes, alternating, repeated; medians.
 g:   as a, with --post-mortem's recording of the stack before each call out
      of generated code (printed after c, measured like a-c).
+h:   as a, with `record on`: every generated instruction recorded with its
+     stack and locals (measured like a-c).
 Prints ratios; checks nothing (the README lists the targets). The header
 names the Python and the tracing mechanism dyndbg used (sys.monitoring on
 3.12+, sys.settrace on 3.11); --tracer settrace measures the settrace path
@@ -59,6 +61,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--steps", type=int, default=2500)
+    parser.add_argument("--only-alternating", action="store_true",
+                        help="a-c, g and h only (the in-process rows)")
     parser.add_argument("--tracer", choices=["default", "settrace"], default="default",
                         help="settrace: force the sys.settrace mechanism (DYNDBG_TRACER)")
     args = parser.parse_args()
@@ -82,8 +86,13 @@ def main() -> None:
         c_per_call = debugged
     plain, debugged, ratio, _ = alternate(args.rounds, args.calls, ["continue"],
                                           env={"BENCH_POST_MORTEM": "1"})
-    print(f"{'g. --post-mortem -c continue (recording)':<44} {plain:>9.1f} {debugged:>10.1f} "
+    print(f"{'g. --post-mortem -c continue (failed calls)':<44} {plain:>9.1f} {debugged:>10.1f} "
           f"{ratio:>6.2f}")
+    plain, debugged, ratio, _ = alternate(args.rounds, args.calls, ["record on", "continue"])
+    print(f"{'h. record on, -c continue (history)':<44} {plain:>9.1f} {debugged:>10.1f} "
+          f"{ratio:>6.2f}")
+    if args.only_alternating:
+        return
 
     calls = [WORKLOAD, "calls", str(args.calls)]
     plain_runs, torch_runs, compile_plain, compile_dyndbg, rates = [], [], [], [], []
