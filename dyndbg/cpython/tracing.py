@@ -1,7 +1,9 @@
 """The tracing mechanisms' version quirks: which exist, and what each needs."""
 from __future__ import annotations
 
+import dis
 import sys
+import types
 
 
 def monitoring_available() -> bool:
@@ -24,3 +26,15 @@ def prepare_settrace() -> None:
         frame = sys._getframe()
         frame.f_trace_opcodes = True
         frame.f_trace_opcodes = False
+
+
+# 3.12's CALL_FUNCTION_EX gives sys.monitoring no CALL event when it calls a
+# Python function (3.13 does): a call made so is seen at its INSTRUCTION event.
+CALL_EVENT_MISSES_FUNCTION_EX = sys.version_info[:2] == (3, 12)
+_CALL_FUNCTION_EX = dis.opmap["CALL_FUNCTION_EX"]
+
+
+def function_ex_calls(code: types.CodeType) -> dict[int, int]:
+    """{offset: oparg} of the code's CALL_FUNCTION_EX instructions."""
+    return {i.offset: i.arg or 0 for i in dis.get_instructions(code)
+            if i.opcode == _CALL_FUNCTION_EX}

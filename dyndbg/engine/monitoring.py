@@ -25,7 +25,8 @@ import sys
 import types
 from typing import NamedTuple
 
-from dyndbg.cpython import is_return
+from dyndbg.cpython import StackUnavailable, call_site, is_return, read_value_stack
+from dyndbg.cpython.tracing import CALL_EVENT_MISSES_FUNCTION_EX, function_ex_calls
 from dyndbg.dynamo import GeneratedCode, is_resume_name
 from dyndbg.engine.control import PASSES_THROUGH
 from dyndbg.engine.modes import CodeNeeds, TraceLevel
@@ -62,6 +63,7 @@ class MonitoringTracer:
         self._generated = sink.registry.by_id
         self._traced: dict[int, _Traced] = {}          # id(code) -> its events
         self._running: dict[int, list[types.FrameType]] = {}  # id(code) -> its traced live frames
+        self._function_ex: dict[int, dict[int, int]] = {}  # 3.12: id(code) -> its CALL_FUNCTION_EXs
         self._policy: object = None       # the policy the events are being set for now
         self._disabled = False            # a location answered DISABLE since the last restart
         self._global = 0                  # global events wanted (while not suspended)
@@ -228,10 +230,31 @@ class MonitoringTracer:
                 return DISABLE  # until the policy changes
         try:
             if not sink.detached:
-                sink.on_instruction(sys._getframe(1))
+                frame = sys._getframe(1)
+                if CALL_EVENT_MISSES_FUNCTION_EX:
+                    self._before_function_ex(code, offset, frame)
+                sink.on_instruction(frame)
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
         return None
+
+    def _before_function_ex(self, code: types.CodeType, offset: int,
+                            frame: types.FrameType) -> None:
+        """3.12: a resume function called by CALL_FUNCTION_EX (how dynamo
+        calls them) gives no CALL event: its callable is read off the stack."""
+        known = self._traced.get(id(code))
+        if known is None or not known.needs.resume_calls:
+            return
+        calls = self._function_ex.get(id(code))
+        if calls is None:
+            calls = self._function_ex[id(code)] = function_ex_calls(code)
+        if offset in calls:
+            try:
+                site = call_site("CALL_FUNCTION_EX", calls[offset], read_value_stack(frame))
+            except StackUnavailable:
+                return
+            if site is not None:
+                self._watch_callee(site.function)
 
     def _on_start(self, code: types.CodeType, offset: int) -> None:
         if self.hooks.interrupt_pending:
@@ -261,17 +284,22 @@ class MonitoringTracer:
         """A call from generated code: a resume function dynamo declined to
         compile gets its events before it starts. One look per call site."""
         self.events["call"] += 1
-        target = getattr(function, "__code__", None)
         try:
-            if isinstance(target, types.CodeType) and is_resume_name(target.co_name) \
-                    and not self.sink.registry.has_transform(target):
-                entry = self.sink.registry.get(target)
-                if entry is not None and not self.sink.detached:
-                    self._ensure(entry)
+            self._watch_callee(function)
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
         self._disabled = True
         return DISABLE
+
+    def _watch_callee(self, function: object) -> None:
+        """A resume function dynamo declined to compile, about to be called:
+        its code gets its events."""
+        target = getattr(function, "__code__", None)
+        if isinstance(target, types.CodeType) and is_resume_name(target.co_name) \
+                and not self.sink.registry.has_transform(target):
+            entry = self.sink.registry.get(target)
+            if entry is not None and not self.sink.detached:
+                self._ensure(entry)
 
     def _delivers_exceptions(self, code: types.CodeType) -> bool:
         known = self._traced.get(id(code))
