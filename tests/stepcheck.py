@@ -86,6 +86,7 @@ class Covered:
     loads: int
     frames: set[str]
     stacks: list[list[str]]   # what `stack` listed at each stop but exception stops
+    exception_stops: list[int]  # their places among the stops
 
 
 def step_every_instruction(script: Path, reference: Run, tmp_path: Path,
@@ -121,7 +122,8 @@ def step_every_instruction(script: Path, reference: Run, tmp_path: Path,
                 assert nxt["top"] == str(push[1]), f"{push[0]} at {stop} did not push its value"
             loads += 1
     return Covered(len(stops), loads, {s["label"] for s in stops},
-                   [s.get("stack", []) for s in stops if not s["exception"]])
+                   [s.get("stack", []) for s in stops if not s["exception"]],
+                   [i for i, s in enumerate(stops) if s["exception"]])
 
 
 # -- the recorded history, walked back from the end ---------------------------------------------
@@ -131,7 +133,8 @@ _ADDRESS = re.compile(r"0x[0-9a-f]+")
 _AUTOGRAD = re.compile(r", grad_fn=<\w+(>|…)|, requires_grad=True")
 _CUT = re.compile(r"… \(\d+ chars\)$")
 # What the history keeps of an object it does not copy: a summary of its type.
-_SUMMARY = re.compile(r"<[\w.]+ object at 0x\?>|\w+\(…\)|\(not copied|\(a tensor subclass")
+_SUMMARY = re.compile(r"<[\w.]+ object at 0x\?>|\w+\(…\)|\(not copied|\(a tensor subclass"
+                      r"|^ +\d+ +\w+ +<\w+ of \d+ items>$")
 
 
 def _comparable(line: str) -> str:
@@ -157,7 +160,14 @@ def walk_history_back(script: Path, covered: Covered, tmp_path: Path) -> int:
     soak did, then walk the history back to its start with `stack` at each
     recorded point: each must list the stack the soak saw live there.
     Returns the number of recorded points compared."""
-    commands = ["s"] * (covered.stops - 1) + ["stack"]
+    # `s N` to the last stop without showing the ones between; an exception
+    # stop ends an `s N` early, so the steps are counted from each one.
+    commands, at = [], 0
+    for target in [*covered.exception_stops, covered.stops - 1]:
+        if target > at:
+            commands.append(f"s {target - at}")
+            at = target
+    commands.append("stack")
     commands += ["back", "stack"] * (len(covered.stacks) + 2)
     run = run_dyndbg([script], commands, tmp_path, options=["--record"])
     assert "Traceback" not in run.transcript

@@ -28,9 +28,8 @@ def screens(transcript: str) -> list[dict]:
     lines = transcript.splitlines()
     for i, line in enumerate(lines):
         match = SCREEN.match(line)
-        if match and i + 1 < len(lines):
-            where = LOCATION.match(lines[i + 1])
-            assert where, lines[i + 1]
+        where = LOCATION.match(lines[i + 1]) if match and i + 1 < len(lines) else None
+        if where:       # a stop display (`locals` and `l` have the header alone)
             body = []
             for rest in lines[i + 2:]:
                 if rest.startswith("(dyndbg)"):
@@ -42,7 +41,8 @@ def screens(transcript: str) -> list[dict]:
 
 
 def test_failing_instruction_operands_after_continue(tmp_path: Path) -> None:
-    run = recorded(["c", "back", "stack", "p n, d", "locals"], tmp_path)
+    run = recorded(["c", "back", "stack", "p n, d", "locals", "back 100000", "forward 16",
+                    "p tmp_2", "p tmp_2.__enter__", "l ."], tmp_path)
     assert "ZeroDivisionError" in run.stderr
     past = screens(run.transcript)
     assert past[0]["op"] == "BINARY_OP" and past[0]["before"] == 1
@@ -53,6 +53,17 @@ def test_failing_instruction_operands_after_continue(tmp_path: Path) -> None:
     assert "value stack, depth 3, bottom to top (recorded, 1 instruction before now):" in out
     assert "(31415, 0)" in out
     assert re.search(r"^  n +int +31415$", out, re.M)
+    assert "(dyndbg) locals\n[recorded, 1 instruction before now]\n" in out
+    # An object other than a tensor or a container: a summary, said as such.
+    assert re.search(r"^<contextlib.nullcontext object at 0x\w+>  \(only a summary of this "
+                     r"nullcontext was recorded\)$", out, re.M)
+    assert re.search(r"^\*\*\* AttributeError: .*\(only a summary was recorded of tmp_2 = "
+                     r"<contextlib.nullcontext object at 0x\w+>\)$", out, re.M)
+    # `l` at a recorded point: said, and its instruction marked.
+    shown = screens(out)[-1]
+    listing = out.split("(dyndbg) l .\n", 1)[1]
+    assert listing.startswith(f"[recorded, {shown['before']} instructions before now]\n")
+    assert re.search(rf"^->\s+{shown['index']} @\d+ +{shown['op']}", listing, re.M), listing
     # The post-mortem stop itself shows the operands, from the history.
     assert re.search(r"stack\[3\] \(as before the failing instruction\): .*\| 31415 \| 0", out)
 
@@ -82,14 +93,23 @@ def test_in_place_update_shows_old_then_new_values(tmp_path: Path) -> None:
 
 
 def test_back_across_the_resume_function_start(tmp_path: Path) -> None:
-    commands = ["c", "back 2", "where"] + ["back"] * 30
+    commands = ["c", "back 2", "where", "history 4", "back 20", "history 4", "forward 20"]
+    commands += ["back"] * 30
     run = recorded(commands, tmp_path)
     out = run.transcript
+    recent, around = [part.split("(dyndbg)", 1)[0].splitlines()
+                      for part in out.split("(dyndbg) history 4\n")[1:]]
+    # `history 4`: the last four, or four around an older point in view (marked).
+    for listing, labels in ((recent, ["-4", "-3", "-2", "-1"]),
+                            (around, ["-24", "-23", "-22", "-21"])):
+        assert [line[3:10].strip() for line in listing] == labels, listing
+        assert [line[:2] for line in listing] == ["  ", "  ", "->", "  "], listing
     where = out.split("(dyndbg) where\n", 1)[1].split("(dyndbg)", 1)[0].splitlines()
     assert where[0].startswith("[recorded, 2 instructions before now")
     assert re.match(r"   0 scale \[0/0\]  instr \d+ ", where[1]), where
     assert re.match(r">  1 torch_dynamo_resume_in_scale_at_\d+ ", where[2]), where
-    labels = [(s["label"], s["before"], s["body"]) for s in screens(out)]
+    walk = out.split("(dyndbg) forward 20\n", 1)[1]     # back at -2, then `back`s
+    labels = [(s["label"], s["before"], s["body"]) for s in screens(walk)]
     first_outside = next(i for i, (label, _, _) in enumerate(labels)
                          if label.startswith("scale [0/0]"))
     assert all(label.startswith("torch_dynamo_resume_in_scale")

@@ -8,6 +8,7 @@ import sys
 import pytest
 import torch
 
+from dyndbg.cpython.tracing import prepare_settrace
 from dyndbg.dynamo.registry import GeneratedCode
 from dyndbg.engine.codeinfo import code_info
 from dyndbg.engine.history import History
@@ -76,6 +77,7 @@ def _record_every_instruction(history: History, call) -> None:  # type: ignore[n
     def tracer(frame, event, arg):  # type: ignore[no-untyped-def]
         if frame.f_code is not code:
             return None
+        frame.f_trace = tracer          # before f_trace_opcodes: 3.12+ start opcode events so
         frame.f_trace_opcodes = True
         if event == "opcode":
             history.record(frame, entry, info)
@@ -83,6 +85,7 @@ def _record_every_instruction(history: History, call) -> None:  # type: ignore[n
             history.frame_done(frame)
         return tracer
 
+    prepare_settrace()    # 3.12 starts opcode events only after it (gh-114480)
     sys.settrace(tracer)
     try:
         call()

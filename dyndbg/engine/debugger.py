@@ -113,8 +113,7 @@ class Engine:
     @mode.setter
     def mode(self, mode: Mode) -> None:
         self._mode = mode
-        # Every generated instruction is delivered while `trace on` shows it
-        # or `record on` records it.
+        # Every generated instruction is delivered while `trace on` or `record on`.
         self.policy.stepping = mode.stepping or self.policy.tracing or self.policy.history
 
     @property
@@ -141,12 +140,13 @@ class Engine:
 
     @property
     def recording(self) -> bool:
-        """`record on`: every generated instruction that runs is recorded in
-        `history` with its stack and locals, to step back through."""
+        """`record on`: each generated instruction that runs goes into `history`."""
         return self.history.on
 
     @recording.setter
     def recording(self, on: bool) -> None:
+        if not on:
+            self.history.pause()
         self.history.on = self.policy.history = on
         self._resume_with(self._mode)   # every instruction is delivered while on
 

@@ -171,6 +171,12 @@ class History:
             back = back.f_back
         return -1
 
+    def pause(self) -> None:
+        """`record off`: what is held stays; the live frames are forgotten
+        (their ends are no longer seen, and a later frame may reuse an id)."""
+        self.on = False
+        self._tracks.clear()
+
     def frame_done(self, frame: types.FrameType) -> None:
         """The frame returned (or was left by an exception): its id may be reused."""
         self._tracks.pop(id(frame), None)

@@ -191,8 +191,13 @@ class HistoryCommands:
         present = self._present()
         past = self.host.past
         viewed = past.position if past is not None else present
-        last = max(present, viewed + count // 2) if viewed < present - count else present
-        first = max(0, last - count)
+        # The COUNT before now (and now, if recorded); around the point in
+        # view if that is older.
+        if viewed < present - count:
+            first = max(0, viewed - count // 2)
+            last = first + count - 1
+        else:
+            first, last = max(0, present - count), present
         for position in range(first, min(last + 1, len(history))):
             record = history[position]
             marker = "->" if position == viewed else "  "

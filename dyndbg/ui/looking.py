@@ -8,6 +8,7 @@ import pprint
 import types
 from typing import TYPE_CHECKING
 
+from dyndbg.engine.recorded_values import Summary
 from dyndbg.timelimit import time_limit
 from dyndbg.ui import render
 from dyndbg.ui.host import Host
@@ -48,6 +49,8 @@ class LookingCommands:
         """locals
         The local variables of the selected frame."""
         names = self.host.frame_locals()
+        if self.host.past is not None:
+            self.host.write(f"[{self.host.past.note()}]")
         if not names:
             self.host.write("no locals")
         width = min(30, max((len(name) for name in names), default=0))  # dynamo's are long
@@ -85,7 +88,9 @@ class LookingCommands:
             value = host.evaluate(expression)
         except Exception as error:  # noqa: BLE001 - user code
             raise CommandError(f"{type(error).__name__}: {error}") from None
-        if pretty:
+        if isinstance(value, Summary):   # at a recorded point: not the object itself
+            host.write(f"{value.text}  (only a summary of this {value.type_name} was recorded)")
+        elif pretty:
             try:
                 host.write(pprint.pformat(value))
             except Exception as error:  # noqa: BLE001
@@ -265,6 +270,8 @@ class LookingCommands:
         host = self.host
         offsets = host.engine.breakpoints.at_code(entry, info)
         rename = (lambda text: text) if raw else render.renamer_for(host.frame_globals())
+        if host.past is not None:
+            host.write(f"[{host.past.note()}]")
         for line in render.disassembly(info, first, last, current, offsets, rename,
                                        entry.edited or frozenset()):
             host.write(host.highlighter.disassembly_line(line))
