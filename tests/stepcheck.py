@@ -4,11 +4,17 @@ pushed object; shared by the samples test and the soak corpus test."""
 from __future__ import annotations
 
 import ast
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import Run, run_dyndbg
+from conftest import ROOT, Run, run_dyndbg
+
+# The walk back at the program's end: a sitecustomize there stops in one more
+# compiled call (soak_end) and walks the history from it.
+SOAK_END = ROOT / "tests" / "soak_end"
+END_STOP = "\n> soak_end ["
 
 ORACLE = ("None if __exception__ else (lambda s, f, E: sum(1 for a, b in zip(s, "
           "E._get_frame_value_stack_with_depth(f, len(s))) if not (a is b or (repr(a) == "
@@ -86,25 +92,35 @@ class Covered:
     loads: int
     frames: set[str]
     stacks: list[list[str]]   # what `stack` listed at each stop but exception stops
-    exception_stops: list[int]  # their places among the stops
+    walked: int               # recorded points compared in the walk back
 
 
 def step_every_instruction(script: Path, reference: Run, tmp_path: Path,
-                           args: tuple[str, ...] = (),
-                           options: tuple[str, ...] = ()) -> Covered:
-    """Single-step `script` to its end with `stack` and `locals` at each stop."""
+                           args: tuple[str, ...] = (), walk_back: bool = False) -> Covered:
+    """Single-step `script` to its end with `stack` and `locals` at each stop.
+    `walk_back`: recording on (--record), and when the program ends the
+    history is walked back to its start (tests/soak_end): each recorded
+    point must list the stack seen live there."""
     commands = [f"display {ORACLE}", f"display {EXPECTED_PUSH}", f"display {TOP_ID}",
                 f"display {DEPTH}", f"display {STORED_ID}"]
     commands += ["stack", "locals", "s"] * STEPS
-    run = run_dyndbg([script, *args], commands, tmp_path, options=list(options))
+    options, env = [], None
+    if walk_back:
+        options = ["--record"]
+        env = {"PYTHONPATH": os.pathsep.join([str(SOAK_END), str(ROOT)])}
+    run = run_dyndbg([script, *args], commands, tmp_path, options=options, env=env)
     assert run.stdout == reference.stdout
     assert run.returncode == reference.returncode
     assert run.stderr == reference.stderr
     assert "Traceback" not in run.transcript
     assert "*** " not in run.transcript, [l for l in run.transcript.splitlines() if "***" in l][:5]
     assert "end of input" not in run.transcript, "ran out of steps before the program ended"
+    transcript, walk = run.transcript, ""
+    if walk_back:
+        assert END_STOP in transcript, "no stop at the program's end for the walk back"
+        transcript, walk = transcript.split(END_STOP, 1)
 
-    stops = _parse_stops(run.transcript)
+    stops = _parse_stops(transcript)
     loads = 0
     for i, stop in enumerate(stops):
         if stop["exception"]:
@@ -121,13 +137,14 @@ def step_every_instruction(script: Path, reference: Run, tmp_path: Path,
             else:
                 assert nxt["top"] == str(push[1]), f"{push[0]} at {stop} did not push its value"
             loads += 1
-    return Covered(len(stops), loads, {s["label"] for s in stops},
-                   [s.get("stack", []) for s in stops if not s["exception"]],
-                   [i for i, s in enumerate(stops) if s["exception"]])
+    covered = Covered(len(stops), loads, {s["label"] for s in stops},
+                      [s.get("stack", []) for s in stops if not s["exception"]], 0)
+    if walk_back:
+        covered.walked = _check_walk(walk, covered.stacks)
+    return covered
 
 
 # -- the recorded history, walked back from the end ---------------------------------------------
-PAST = re.compile(r"^\[recorded, (\d+) instructions? before now\]$")
 _ADDRESS = re.compile(r"0x[0-9a-f]+")
 # The history keeps values, not the autograd graph: its copies have no grad_fn.
 _AUTOGRAD = re.compile(r", grad_fn=<\w+(>|…)|, requires_grad=True")
@@ -155,25 +172,11 @@ def _same_value(live: str, recorded: str) -> bool:
     return bool(_SUMMARY.search(recorded)) and live.split()[:2] == recorded.split()[:2]
 
 
-def walk_history_back(script: Path, covered: Covered, tmp_path: Path) -> int:
-    """Run `script` again under --record, stepping to its last stop as the
-    soak did, then walk the history back to its start with `stack` at each
-    recorded point: each must list the stack the soak saw live there.
-    Returns the number of recorded points compared."""
-    # `s N` to the last stop without showing the ones between; an exception
-    # stop ends an `s N` early, so the steps are counted from each one.
-    commands, at = [], 0
-    for target in [*covered.exception_stops, covered.stops - 1]:
-        if target > at:
-            commands.append(f"s {target - at}")
-            at = target
-    commands.append("stack")
-    commands += ["back", "stack"] * (len(covered.stacks) + 2)
-    run = run_dyndbg([script], commands, tmp_path, options=["--record"])
-    assert "Traceback" not in run.transcript
-    assert "end of input" in run.transcript, "the walk must end at a prompt"
-    walked: dict[str, list[str]] = {}    # by "N instructions before now"
-    lines = run.transcript.splitlines()
+def _check_walk(walk: str, live: list[list[str]]) -> int:
+    """The `stack` listings of the walk back (newest first) against the live
+    ones (oldest first); the number of points compared."""
+    points: list[list[str]] = []
+    lines = walk.splitlines()
     for i, line in enumerate(lines):
         if line == "(dyndbg) stack" and i + 1 < len(lines) and "(recorded, " in lines[i + 1]:
             values = []
@@ -181,14 +184,10 @@ def walk_history_back(script: Path, covered: Covered, tmp_path: Path) -> int:
                 if rest.startswith("(dyndbg)"):
                     break
                 values.append(rest)
-            # `back` past the oldest stays there: the same point listed again.
-            walked.setdefault(lines[i + 1].split("(recorded, ", 1)[1], values)
-    assert "at the oldest recorded instruction" in run.transcript
-    points = list(walked.values())[::-1]    # oldest first, as the soak stopped
-    live = covered.stacks
-    # The last stop is "now" (the newest record) unless it was an exception
-    # stop, whose failing instruction is the newest record.
-    assert len(points) in (len(live) - 1, len(live)), (len(points), len(live))
+            points.append(values)
+    assert "at the oldest recorded instruction" not in walk   # the walk ends there exactly
+    points.reverse()     # oldest first, as the soak stopped
+    assert len(points) == len(live), (len(points), len(live))
     for k, (seen, kept) in enumerate(zip(live, points)):
         assert len(seen) == len(kept) and all(map(_same_value, seen, kept)), \
             f"recorded point {k} of {len(points)}: live {seen} != recorded {kept}"

@@ -155,13 +155,15 @@ def test_history_save_writes_json_lines(tmp_path: Path) -> None:
 
 
 def test_execution_commands_return_to_the_present(tmp_path: Path) -> None:
-    run = recorded(["back", "s 5", "back 3", "s", "back", "present", "present", "record off",
-                    "record", "c"], tmp_path, options=["--record"])
+    run = recorded(["back", "s 5", "back 3", "up", "s", "back", "present", "present",
+                    "record off", "record", "c"], tmp_path, options=["--record"])
     out = run.transcript
     assert "dyndbg: back at the present to step (from a recorded point)" in out
     assert "back at the present\n" in out
     assert "*** already at the present" in out
     assert "*** no instruction recorded before now" in out
+    assert "*** at a recorded point frames are not selected ('where' lists them); 'present' " \
+        "returns to the live frames" in out
     assert "record off: " in out
 
 

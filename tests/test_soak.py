@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, run_plain
-from stepcheck import step_every_instruction, walk_history_back
+from stepcheck import step_every_instruction
 
 CORPUS = sorted((ROOT / "tests" / "corpus").glob("*.py"))
 
@@ -17,14 +17,13 @@ CORPUS = sorted((ROOT / "tests" / "corpus").glob("*.py"))
 @pytest.mark.parametrize("script", CORPUS, ids=[p.stem for p in CORPUS])
 def test_corpus_program(script: Path, tmp_path: Path, record_property) -> None:
     """Stepped with recording on (--record), the output as in a plain run;
-    then again, and the history walked back from the end: at each recorded
-    point the stack the soak saw live."""
-    covered = step_every_instruction(script, run_plain(script), tmp_path, options=("--record",))
-    assert covered.stops > 0
-    walked = walk_history_back(script, covered, tmp_path)
+    at its end the history walked back to the start: at each recorded point
+    the stack the soak saw live."""
+    covered = step_every_instruction(script, run_plain(script), tmp_path, walk_back=True)
+    assert covered.stops > 0 and covered.walked == len(covered.stacks)
     # Summed over all workers by conftest's terminal summary.
     record_property("soak", {"stops": covered.stops, "loads": covered.loads,
-                             "walked": walked})
+                             "walked": covered.walked})
 
 
 def test_corpus_is_large_enough() -> None:
