@@ -21,11 +21,10 @@ SAVED_WIDTH = 200         # characters of a value in `history save`
 
 
 class PastView(NamedTuple):
-    """The view at a recorded instruction: `position` in the history (0 the
-    oldest held), `before_now` instructions before the live stop."""
+    """The view at a recorded instruction, `before_now` instructions before
+    the live stop."""
 
     record: Record
-    position: int
     before_now: int
 
     def note(self) -> str:
@@ -109,7 +108,8 @@ class HistoryCommands:
         past = self.host.past
         if present == 0:
             raise CommandError("no instruction recorded before now")
-        start = past.position if past is not None else present
+        # From the record in view (code run at the prompt may have added or dropped some).
+        start = present if past is None else max(0, past.record.seq - history[0].seq)
         position, clamped = moved(start, count, present)
         if position == present:
             if past is None:
@@ -120,12 +120,12 @@ class HistoryCommands:
                 self.host.print_stop(self.host.stop)
             return
         if clamped:
-            if past is not None and position == past.position:
+            if past is not None and position == start:
                 raise CommandError(f"already at {clamped}")
             dropped = history.info().dropped
             self.host.write(f"at the oldest recorded instruction"
                             f"{f' ({dropped} older ones dropped: set record-size)' if dropped else ''}")
-        self.host.past = PastView(history[position], position, present - position)
+        self.host.past = PastView(history[position], present - position)
         self.show()
 
     def do_back(self, arg: str) -> None:
@@ -190,7 +190,7 @@ class HistoryCommands:
             raise CommandError("nothing recorded ('record on' records from here on)")
         present = self._present()
         past = self.host.past
-        viewed = past.position if past is not None else present
+        viewed = present if past is None else max(0, past.record.seq - history[0].seq)
         # The COUNT before now (and now, if recorded); around the point in
         # view if that is older.
         if viewed < present - count:
