@@ -55,15 +55,17 @@ class _Copy:
 
     __slots__ = ("ref", "version", "tensor", "nbytes", "last")
 
-    def holds(self, tensor: Tensor) -> bool:
-        return self.version is not None and self.version == tensor._version
-
     def __init__(self, original: Tensor, copy: Tensor, seq: int) -> None:
         self.ref = weakref.ref(original)
         self.version = version(original)
         self.tensor = copy
         self.nbytes = nbytes(copy)
         self.last = seq        # the newest record holding it
+
+    def holds(self, tensor: Tensor) -> bool:
+        """The tensor is as it was when copied (an inference tensor has no
+        version: it is copied anew each time)."""
+        return self.version is not None and self.version == tensor._version
 
 
 class _Seen:
