@@ -105,3 +105,19 @@ def test_conditional_breakpoint_in_the_loop_is_checked_every_call(tmp_path: Path
         assert events.get("instruction", 0) <= 5, events  # not instruction by instruction
     assert "Breakpoint 1" not in result["transcript"].split("(dyndbg) continue", 1)[1]
     assert "done:" in result["stdout"]
+
+
+def test_line_breakpoint_stops_once_per_execution_of_the_line(tmp_path: Path) -> None:
+    # Line 12 (`torch._dynamo.graph_break()`) runs once per call of f: in f's
+    # code up to the break, then in its resume function, which starts there.
+    # torch 2.15 wraps the resume function's graph call in an `if`-template on
+    # that line: its jump joins must not be stops of their own.
+    run = run_dyndbg(MANY, ["b many_calls.py:12"] + ["c"] * 4 + ["q"], tmp_path)
+    lines = run.transcript.splitlines()
+    hits = [line.split(", hit ")[1] for line in lines
+            if line.startswith("Breakpoint 1 at") and ", hit " in line]
+    assert hits == ["1", "2", "3", "4"], run.transcript
+    where = [line.split("  ")[:3] for line in lines if line.startswith("> ")][1:]
+    assert where[0][0] == "> f [0/0]" and where[1][0].startswith("> torch_dynamo_resume_in_f")
+    assert where[1][1].startswith("instr 1/"), where     # the resume function's entry
+    assert where[2:] == where[:2], where                 # the next call: the same two places
