@@ -5,6 +5,7 @@ from typing import TextIO
 
 from dyndbg.distributed import NoInputReader
 from dyndbg.engine.debugger import Engine
+from dyndbg.support import untested_here
 from dyndbg.ui import rcfile
 from dyndbg.ui.session import Session
 
@@ -31,6 +32,9 @@ def attach(out: TextIO, commands: list[str] | None = None, no_color: bool = Fals
     """
     global _current
     session = Session(out, commands, no_color, terminal_io)
+    warning = untested_here()
+    if warning is not None:
+        session.write(warning)
     if read_rc:
         # Read now, in the directory the debugger was started from.
         session.pending[:0] = rcfile.read_commands(session.write)
