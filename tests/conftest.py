@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from listing import Listing, parse_listing
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 TIMEOUT = 240
@@ -111,6 +113,44 @@ def plain(plain_runs: dict[str, Run], name: str) -> Run:
     if name not in plain_runs:
         plain_runs[name] = run_plain(SAMPLES / name)
     return plain_runs[name]
+
+
+@dataclass
+class GraphBreakCode:
+    """samples/graph_break.py's generated code as dyndbg lists it (`ll`; `dis --raw`
+    for the real global names): f [0/0] and its resume function [1/0]. What is
+    at an index depends on the torch (and Python) that compiled it; find
+    instructions in these by what they are (tests/listing.py)."""
+    f: Listing
+    f_raw: Listing
+    resume: Listing
+    resume_raw: Listing
+
+
+GRAPH_BREAK_LISTINGS = ["ll", "dis --raw", "b torch_dynamo_resume_in_*", "c", "ll", "dis --raw", "q"]
+
+
+@pytest.fixture(scope="session")
+def graph_break_code(tmp_path_factory) -> GraphBreakCode:
+    """One run that lists graph_break.py's code, for the tests that need an index
+    before their own run (commands piped on stdin)."""
+    run = run_dyndbg(SAMPLES / "graph_break.py", GRAPH_BREAK_LISTINGS,
+                     tmp_path=tmp_path_factory.mktemp("graph_break_code"))
+    outputs: dict[str, list[list[str]]] = {}
+    current: list[str] | None = None
+    for line in run.transcript.splitlines():
+        if line.startswith("(dyndbg) "):
+            current = outputs.setdefault(line[len("(dyndbg) "):], [])
+            current.append([])
+        elif current:
+            current[-1].append(line)
+    assert len(outputs.get("ll", [])) == 2 and len(outputs.get("dis --raw", [])) == 2, \
+        f"no listings of f and its resume function:\n{run.transcript[-3000:]}"
+    resumed = [line for line in outputs["c"][0] if line.startswith("> ")]
+    assert resumed and resumed[0].startswith("> torch_dynamo_resume_in_f_at_10 [1/0]  "), resumed
+    (f, resume), (f_raw, resume_raw) = outputs["ll"], outputs["dis --raw"]
+    return GraphBreakCode(parse_listing(f), parse_listing(f_raw), parse_listing(resume),
+                          parse_listing(resume_raw))
 
 
 def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]

@@ -11,7 +11,8 @@ import re
 
 import pytest
 
-from conftest import SAMPLES, Run, plain, run_dyndbg
+from conftest import SAMPLES, GraphBreakCode, Run, plain, run_dyndbg
+from listing import Instr, Listing
 from transcript import PROMPT, STOP, Segment, no_traceback, segments, stops_in
 
 GRAPH_BREAK = SAMPLES / "graph_break.py"
@@ -111,56 +112,81 @@ def test_assignment_to_command_name_is_python(bad_session: Run) -> None:
 # ---------------------------------------------------------------------------------------
 # Breakpoints by index and offset; condition, tbreak, ignore, disable/enable, clear,
 # listing. f [0/0] runs twice (call 0 and call 1); the first stop is in call 0.
-# Offsets differ between Python versions: the session breaks at instruction 8's
-# offset, read from a first session's listing (OFFSET8 below).
+# The places are seven instructions of f that run once per call, in this order,
+# found by what they are in a first run's listing (conftest.graph_break_code):
+# what is at an index depends on the torch and Python that compiled f. The
+# session breaks at the first by its offset, at the others by their index.
+
+PLACES = {                    # breakpoint number -> (opname, argument as `ll` shows it)
+    2: ("LOAD_FAST", "x"),                      # graph 2's first input (its first load)
+    1: ("STORE_FAST", "graph_out_0"),           # graph 2's outputs stored
+    3: ("LOAD_CONST", "'graph break here'"),    # print()'s argument
+    4: ("DELETE_FAST", "graph_out_0"),
+    5: ("LOAD_GLOBAL", "torch_dynamo_resume_in_f_at_10"),
+    6: ("CALL_FUNCTION_EX", "0"),               # the call of the resume function
+    7: ("RETURN_VALUE", ""),
+}
 
 BREAK_SESSION = [
-    "b 20",             # 1
-    "b @OFFSET8",       # 2 (instr 8)
-    "tbreak 30",        # 3: one stop, then deleted
-    "b 40, False",      # 4: never, until `condition 4 True`
-    "b 50",             # 5: disabled, enabled later
+    "b {1}",            # 1
+    "b @{2@}",          # 2 (by offset)
+    "tbreak {3}",       # 3: one stop, then deleted
+    "b {4}, False",     # 4: never, until `condition 4 True`
+    "b {5}",            # 5: disabled, enabled later
     "disable 5",
-    "b 60",             # 6: first crossing ignored
+    "b {6}",            # 6: first crossing ignored
     "ignore 6 1",
-    "b 70",             # 7: cleared
+    "b {7}",            # 7: cleared
     "clear 7",
     "b",
-    "c",                # call 0: 8 (bp 2)
-    "c",                # call 0: 20 (bp 1)
-    "c",                # call 0: 30 (bp 3); 40 false, 50 disabled, 60 ignored, 70 cleared
-    "c",                # call 1: 8 (bp 2)
+    "c",                # call 0: place 2
+    "c",                # call 0: place 1
+    "c",                # call 0: place 3; 4 false, 5 disabled, 6 ignored, 7 cleared
+    "c",                # call 1: place 2
     "b",
     "condition 4 True",
     "enable 5",
-    "c",                # call 1: 20 (bp 1); 30 deleted
-    "c",                # call 1: 40 (bp 4)
-    "c",                # call 1: 50 (bp 5)
-    "c",                # call 1: 60 (bp 6)
+    "c",                # call 1: place 1; 3 deleted
+    "c",                # call 1: place 4
+    "c",                # call 1: place 5
+    "c",                # call 1: place 6
     "b samples/graph_break.py:11",   # 8: a line after the graph break, in the resume function
     "b",
     "c",                # call 1: the resume function, at line 11 (bp 8)
     "where",
-    "c",                # 70 was cleared: the program completes
+    "c",                # 7 was cleared: the program completes
     "p 12345",          # never read
 ]
 
 
 @pytest.fixture(scope="module")
-def offset8(tmp_path_factory) -> int:
-    """The offset of f [0/0]'s instruction 8, from its `ll` listing."""
-    run = run_dyndbg(GRAPH_BREAK, ["ll", "q"], tmp_path=tmp_path_factory.mktemp("ll"))
-    for line in run.transcript.splitlines():
-        match = re.match(r"^..\s+8 @(\d+)\s", line)
-        if match:
-            return int(match.group(1))
-    raise AssertionError(f"no instruction 8 in the listing:\n{run.transcript}")
+def places(graph_break_code: GraphBreakCode) -> dict[int, Instr]:
+    """Breakpoint number -> the instruction of f [0/0] it is set on."""
+    f = graph_break_code.f
+    found = {number: f.find(opname, arg) for number, (opname, arg) in PLACES.items() if number != 2}
+    found[2] = f.first(*PLACES[2])          # x is loaded again later, for the resume function
+    in_order = [found[n] for n in (2, 1, 3, 4, 5, 6, 7)]
+    assert [i.index for i in in_order] == sorted(i.index for i in in_order), in_order
+    # Each runs in every call: none is in the body of an `if` (torch 2.15's profiler
+    # template has two around graph 2's call).
+    assert all(f.on_every_path(i) for i in in_order), f.text
+    return found
+
+
+def _break_commands(places: dict[int, Instr]) -> list[str]:
+    commands = []
+    for command in BREAK_SESSION:
+        for number, instr in places.items():
+            command = command.replace(f"{{{number}@}}", str(instr.offset))
+            command = command.replace(f"{{{number}}}", str(instr.index))
+        commands.append(command)
+    return commands
 
 
 @pytest.fixture(scope="module")
-def break_session(tmp_path_factory, offset8: int) -> Run:
-    commands = [c.replace("OFFSET8", str(offset8)) for c in BREAK_SESSION]
-    return run_dyndbg(GRAPH_BREAK, commands, tmp_path=tmp_path_factory.mktemp("break"))
+def break_session(tmp_path_factory, places: dict[int, Instr]) -> Run:
+    return run_dyndbg(GRAPH_BREAK, _break_commands(places),
+                      tmp_path=tmp_path_factory.mktemp("break"))
 
 
 def _continue_stops(run: Run) -> list[dict | None]:
@@ -184,78 +210,90 @@ def _row(listing: list[str], number: int) -> str | None:
     return rows[0] if rows else None
 
 
-def test_breakpoint_set_messages(break_session: Run, offset8: int) -> None:
+def _is_at(stop: dict | None, instr: Instr) -> bool:
+    """Whether a stop is in f [0/0] at `instr` (its index, offset and opname)."""
+    return stop is not None and stop["label"] == "f [0/0]" and \
+        (stop["index"], stop["offset"]) == (instr.index, instr.offset) and \
+        f"  {instr.opname} " in stop["line"] + " "
+
+
+def test_breakpoint_set_messages(break_session: Run, places: dict[int, Instr]) -> None:
     segs = segments(break_session.transcript)
-    _, b20 = only_segment(segs, "b 20")
-    assert b20.output and b20.output[0].startswith("Breakpoint 1 at ") and "instr 20" in b20.output[0]
-    _, b8 = only_segment(segs, f"b @{offset8}")
-    assert b8.output and b8.output[0].startswith("Breakpoint 2 at ") and f"@{offset8}" in b8.output[0]
-    assert "instr 8 " in b8.output[0] + " "
-    _, tb = only_segment(segs, "tbreak 30")
-    assert tb.output and "breakpoint 3" in tb.output[0].lower() and "instr 30" in tb.output[0]
+    one, two, three = places[1], places[2], places[3]
+    _, b1 = only_segment(segs, f"b {one.index}")
+    assert b1.output and b1.output[0] == f"Breakpoint 1 at f [0/0] instr {one.index} @{one.offset}", \
+        b1.output
+    _, b2 = only_segment(segs, f"b @{two.offset}")
+    assert b2.output and b2.output[0] == f"Breakpoint 2 at f [0/0] instr {two.index} @{two.offset}", \
+        b2.output
+    _, tb = only_segment(segs, f"tbreak {three.index}")
+    assert tb.output and "breakpoint 3" in tb.output[0].lower() and \
+        f"instr {three.index} " in tb.output[0] + " ", tb.output
 
 
-def test_break_index_and_offset_stop(break_session: Run, offset8: int) -> None:
+def test_break_index_and_offset_stop(break_session: Run, places: dict[int, Instr]) -> None:
     stops = _continue_stops(break_session)
-    assert len(stops) >= 2 and stops[0] and stops[1], stops
-    # bp 2 (instr 8, by its offset) comes first in the code, then bp 1 (instr 20).
-    assert (stops[0]["index"], stops[0]["offset"]) == (8, offset8)
-    assert stops[0]["breakpoints"] == [(2, 1)]
-    assert "[0/0]" in stops[0]["label"]
-    assert stops[1]["index"] == 20 and stops[1]["breakpoints"] == [(1, 1)]
+    assert len(stops) >= 2, stops
+    # bp 2 (by its offset) comes first in the code, then bp 1 (by its index).
+    assert _is_at(stops[0], places[2]) and stops[0]["breakpoints"] == [(2, 1)], (stops[0], places[2])
+    assert _is_at(stops[1], places[1]) and stops[1]["breakpoints"] == [(1, 1)], (stops[1], places[1])
 
 
-def test_tbreak_stops_once_then_deleted(break_session: Run) -> None:
+def test_tbreak_stops_once_then_deleted(break_session: Run, places: dict[int, Instr]) -> None:
     stops = _continue_stops(break_session)
-    assert len(stops) >= 3 and stops[2], stops
-    assert stops[2]["index"] == 30 and stops[2]["breakpoints"] == [(3, 1)]
-    assert all(s is None or s["index"] != 30 for s in stops[3:]), \
+    assert len(stops) >= 3, stops
+    assert _is_at(stops[2], places[3]) and stops[2]["breakpoints"] == [(3, 1)], (stops[2], places[3])
+    assert all(s is None or s["index"] != places[3].index for s in stops[3:]), \
         "the temporary breakpoint stopped a second time"
     assert _row(_listing(break_session, 1), 3) is None, "tbreak 3 still listed after its stop"
 
 
-def test_condition_false_never_stops_then_true_stops(break_session: Run) -> None:
+def test_condition_false_never_stops_then_true_stops(break_session: Run,
+                                                     places: dict[int, Instr]) -> None:
     stops = _continue_stops(break_session)
     assert len(stops) >= 6, stops
-    # In call 0, after bp 3 at 30 the next stop is call 1's instr 8, not 40.
-    assert stops[3] is not None and stops[3]["index"] == 8 and stops[3]["breakpoints"] == [(2, 2)], stops[3]
+    # In call 0, after bp 3 the next stop is call 1's bp 2, not bp 4 (condition False).
+    assert _is_at(stops[3], places[2]) and stops[3]["breakpoints"] == [(2, 2)], stops[3]
     row = _row(_listing(break_session, 1), 4)
     assert row is not None and "False" in row, row
     segs = segments(break_session.transcript)
     _, cond = only_segment(segs, "condition 4 True")
     assert cond.output and not cond.output[0].startswith("***"), cond.output
-    assert stops[5] is not None and stops[5]["index"] == 40 and stops[5]["breakpoints"][0][0] == 4, stops[5]
+    assert _is_at(stops[5], places[4]) and stops[5]["breakpoints"][0][0] == 4, (stops[5], places[4])
 
 
-def test_disable_enable(break_session: Run) -> None:
+def test_disable_enable(break_session: Run, places: dict[int, Instr]) -> None:
     segs = segments(break_session.transcript)
     _, dis = only_segment(segs, "disable 5")
     assert dis.output and not dis.output[0].startswith("***"), dis.output
     stops = _continue_stops(break_session)
-    assert all(s is None or s["index"] != 50 for s in stops[:4]), "a disabled breakpoint stopped"
+    assert all(s is None or s["index"] != places[5].index for s in stops[:4]), \
+        "a disabled breakpoint stopped"
     row = _row(_listing(break_session, 0), 5)
     assert row is not None and "disabled" in row, row
-    assert len(stops) >= 7 and stops[6] is not None, stops
-    assert stops[6]["index"] == 50 and stops[6]["breakpoints"] == [(5, 1)], stops[6]
+    assert len(stops) >= 7, stops
+    assert _is_at(stops[6], places[5]) and stops[6]["breakpoints"] == [(5, 1)], (stops[6], places[5])
 
 
-def test_ignore_skips_one_hit(break_session: Run) -> None:
+def test_ignore_skips_one_hit(break_session: Run, places: dict[int, Instr]) -> None:
     segs = segments(break_session.transcript)
     _, ign = only_segment(segs, "ignore 6 1")
     assert ign.output and not ign.output[0].startswith("***"), ign.output
     stops = _continue_stops(break_session)
-    assert all(s is None or s["index"] != 60 for s in stops[:4]), "the ignored crossing stopped"
-    assert len(stops) >= 8 and stops[7] is not None, stops
+    assert all(s is None or s["index"] != places[6].index for s in stops[:4]), \
+        "the ignored crossing stopped"
+    assert len(stops) >= 8, stops
     # Hits count the ignored crossing too (pdb's rule): this is the second.
-    assert stops[7]["index"] == 60 and stops[7]["breakpoints"] == [(6, 2)], stops[7]
+    assert _is_at(stops[7], places[6]) and stops[7]["breakpoints"] == [(6, 2)], (stops[7], places[6])
 
 
-def test_clear_deletes(break_session: Run) -> None:
+def test_clear_deletes(break_session: Run, places: dict[int, Instr]) -> None:
     segs = segments(break_session.transcript)
     _, cl = only_segment(segs, "clear 7")
     assert cl.output == ["Deleted breakpoint 7"]
     stops = _continue_stops(break_session)
-    assert all(s is None or s["index"] != 70 for s in stops), "a cleared breakpoint stopped"
+    assert all(s is None or s["index"] != places[7].index for s in stops), \
+        "a cleared breakpoint stopped"
     assert _row(_listing(break_session, 0), 7) is None
     # After the line breakpoint only the cleared one is left: the program completes.
     assert stops[-1] is None, stops[-1]
@@ -305,7 +343,8 @@ def test_break_file_line_inside_a_graph_stays_pending(break_session: Run) -> Non
 
 
 # ---------------------------------------------------------------------------------------
-# Stepping and looking, then `q`.
+# Stepping and looking, then `q`. `until {store}`: to the instruction that stores graph
+# 2's outputs (found in a first run's listing), past the graph call.
 
 STEP_SESSION = [
     "s",
@@ -313,7 +352,7 @@ STEP_SESSION = [
     "n",
     "step 3",
     "until",
-    "until 20",
+    "until {store}",
     "where",
     "up",
     "where",
@@ -335,8 +374,22 @@ STEP_SESSION = [
 
 
 @pytest.fixture(scope="module")
-def step_session(tmp_path_factory) -> Run:
-    return run_dyndbg(GRAPH_BREAK, STEP_SESSION, tmp_path=tmp_path_factory.mktemp("step"))
+def store(graph_break_code: GraphBreakCode) -> Instr:
+    """f [0/0]'s STORE_FAST of graph 2's outputs: where `until {store}` goes."""
+    return graph_break_code.f.find("STORE_FAST", "graph_out_0")
+
+
+@pytest.fixture(scope="module")
+def step_session(tmp_path_factory, store: Instr) -> Run:
+    commands = [c.replace("{store}", str(store.index)) for c in STEP_SESSION]
+    return run_dyndbg(GRAPH_BREAK, commands, tmp_path=tmp_path_factory.mktemp("step"))
+
+
+def _straight(code: Listing, first: int, count: int) -> None:
+    """The steps below count instructions: none of these may jump."""
+    for index in range(first, first + count):
+        assert code.successors(code.at(index)) == [index + 1], \
+            f"instruction {index} can jump: the step counts assume straight-line code\n{code.text}"
 
 
 def _first_stop_index(run: Run) -> int:
@@ -356,8 +409,9 @@ def _step_stops(run: Run) -> dict[int, dict]:
     return result
 
 
-def test_step_and_empty_line_repeat(step_session: Run) -> None:
+def test_step_and_empty_line_repeat(step_session: Run, graph_break_code: GraphBreakCode) -> None:
     start = _first_stop_index(step_session)
+    _straight(graph_break_code.f, start, 8)
     stops = _step_stops(step_session)
     segs = segments(step_session.transcript)
     assert segs[0].command == "s" and segs[1].command == ""
@@ -366,18 +420,23 @@ def test_step_and_empty_line_repeat(step_session: Run) -> None:
     assert stops[1]["index"] == start + 2, "an empty line did not repeat `s`"
 
 
-def test_next_and_step_count(step_session: Run) -> None:
+def test_next_and_step_count(step_session: Run, graph_break_code: GraphBreakCode) -> None:
     start = _first_stop_index(step_session)
+    _straight(graph_break_code.f, start, 8)
     stops = _step_stops(step_session)
     assert stops[2]["index"] == start + 3, stops.get(2)
     assert stops[3]["index"] == start + 6, stops.get(3)
 
 
-def test_until(step_session: Run) -> None:
+def test_until(step_session: Run, store: Instr) -> None:
     stops = _step_stops(step_session)
     before = stops[3]["index"]
     assert 4 in stops and stops[4]["index"] == before + 1, stops.get(4)
-    assert 5 in stops and stops[5]["index"] == 20, stops.get(5)
+    # `until INDEX` runs through the graph call, to the store of its outputs.
+    assert store.index > before + 1 + 2, store
+    assert 5 in stops and (stops[5]["index"], stops[5]["offset"]) == (store.index, store.offset), \
+        (stops.get(5), store)
+    assert "STORE_FAST" in stops[5]["line"] and "graph_out_0" in stops[5]["line"], stops[5]
 
 
 def test_where_up_down(step_session: Run) -> None:
@@ -399,19 +458,19 @@ def test_where_up_down(step_session: Run) -> None:
     assert where3.output == where1.output
 
 
-def test_list_and_longlist(step_session: Run) -> None:
+def test_list_and_longlist(step_session: Run, store: Instr) -> None:
     segs = segments(step_session.transcript)
     first, again, whole = segs[11], segs[12], segs[13]
     assert first.command == "l" and again.command == "l" and whole.command == "ll"
     indices = [int(m[1]) for line in first.output if (m := re.match(r"^(?:->|  )\s+(\d+) @", line))]
-    assert 20 in indices and len(indices) >= 5, first.output
-    assert any(re.match(r"^->\s+20 @", line) for line in first.output), first.output
+    assert store.index in indices and len(indices) >= 5, first.output
+    assert any(re.match(rf"^->\s+{store.index} @", line) for line in first.output), first.output
     more = [int(m[1]) for line in again.output if (m := re.match(r"^(?:->|  )\s+(\d+) @", line))]
     assert more and min(more) > max(indices), "a second `l` did not continue the listing"
     all_indices = [int(m[1]) for line in whole.output if (m := re.match(r"^(?:->|  )\s+(\d+) @", line))]
     total = _step_stops(step_session)[0]
     assert all_indices == list(range(int(STOP.match(total["line"])["total"]))), all_indices[:5]
-    assert any(line.startswith("->") and " 20 @" in line for line in whole.output)
+    assert any(line.startswith("->") and f" {store.index} @" in line for line in whole.output)
     assert any("RETURN_VALUE" in line for line in whole.output)
 
 
