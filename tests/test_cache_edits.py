@@ -63,7 +63,7 @@ def test_repl_commands_on_a_graph_break_program(tmp_path: Path, backend: str) ->
     out, text = run.stdout, run.transcript
     assert "call n=2: 11.0" in out and "call n=3: 15.0" in out     # before the patch ran
     assert "call n=2: 111.0" in out and "call n=5: 23.0" in out
-    assert "frames compiled: 4" in out                 # 0/0, 0/1, 0/2 (n=5), the resume fn
+    assert "frames compiled: 5" in out     # 0/0, 0/1, 0/2 (n=5), the resume fn's 1/0 and 1/1
     assert "edit 1: patch 0/0 insert" in text
     assert "!! 2 cache edits active" in text
     assert "f [0/0, edited]" in text
@@ -165,6 +165,9 @@ def test_patches_that_crashed_cpython_are_refused_or_raise() -> None:
     # A value op on the NULL of a call (3.13 puts it above the callable, 3.11/3.12 below):
     # without the check each "refused" here was a segfault.
     assert got["NULL of PUSH_NULL"].startswith("refused: UNARY_NEGATIVE")
+    # 3.14 borrows: a patched code's loads own their reference (a segfault before).
+    assert got["store into a local borrowed on the stack"] == "ran: [1, 1]"
+    assert got["borrowed value kept in another local"] == "ran: [1, 1]"
     above = sys.version_info >= (3, 13)
     for producer in ("LOAD_GLOBAL", "LOAD_ATTR"):
         outcome = got[f"NULL of {producer}"]
