@@ -20,6 +20,7 @@ shown for that cut guard), and trailing spaces.
 from __future__ import annotations
 
 import difflib
+import importlib.metadata
 import importlib.util
 import re
 import shlex
@@ -33,9 +34,12 @@ import pytest
 from conftest import ROOT, TIMEOUT, _env, run_dyndbg
 
 PAGE = ROOT / "docs" / "reading-dynamo-bytecode.md"
-# The page walks through the bytecode dynamo writes on this Python (it says so):
-# 3.12 and 3.13 have other instructions (no PRECALL, the callable first on 3.13).
+# The page walks through the bytecode one dynamo release writes on one Python
+# (it says which): 3.12 and 3.13 have other instructions (no PRECALL, the
+# callable first on 3.13), torch 2.15 a profiler template around graph calls.
 PAGE_PYTHON = (3, 11)
+PAGE_TORCH = "2.13.0"
+PAGE_RELEASE = f"torch {PAGE_TORCH} on Python {PAGE_PYTHON[0]}.{PAGE_PYTHON[1]}"
 PAGE_ROOT = "/path/to/dyndbg"
 MARKER = re.compile(r"^<!--\s*(transcript|command|file)(?::\s*(\S+))?\s*-->\s*$")
 FENCE = re.compile(r"^(```+)")
@@ -150,8 +154,17 @@ def test_page_has_checked_blocks() -> None:
     assert sessions(), "no dyndbg session on the page"
 
 
-@pytest.mark.skipif(sys.version_info[:2] != PAGE_PYTHON,
-                    reason="the page's transcripts show Python 3.11's bytecode")
+def _on_page_release() -> bool:
+    torch_release = importlib.metadata.version("torch").split("+")[0]   # torch not imported
+    return sys.version_info[:2] == PAGE_PYTHON and torch_release == PAGE_TORCH
+
+
+def test_page_names_its_release() -> None:
+    assert f"**{PAGE_RELEASE}**" in PAGE.read_text()
+
+
+@pytest.mark.skipif(not _on_page_release(),
+                    reason=f"the page's transcripts show what {PAGE_RELEASE} writes")
 @pytest.mark.parametrize("session", sessions(), ids=lambda s: s.name)
 def test_transcript_session_is_real(session: Session) -> None:
     lines = session.lines
