@@ -1,34 +1,51 @@
-# Two entry points: `make demo` and `make test`. Each creates .venv if missing.
-# torch is pinned here (the CPU wheel this machine has); the package itself
-# asks only for a range, for real users.
+# Two entry points: `make demo` and `make test`. Each creates .venv if missing
+# (the default python3, 3.11 here, with torch 2.13.0, the CPU wheel this
+# machine has). torch is pinned here; the package itself asks for a range.
 #
-# PY=3.12 or PY=3.13 (`make test PY=3.12`) runs on that Python instead, in a
-# venv kept outside the clone (~/.cache/dyndbg/venv-3.12) so that later runs
-# reuse it: torch 2.13.0 for those comes from the package registry, as its
-# CUDA build (about 4.8 GB in the venv; it runs on the CPU).
+# PY=3.12 ... 3.15 and TORCH=2.14.1 or 2.15.0 (`make test PY=3.13 TORCH=2.15.0`)
+# run on that pair instead, in a venv named after both and kept outside the
+# clone (~/.cache/dyndbg/venv-3.13-torch2.15.0) so that later runs reuse it;
+# those torch builds come from the package registry as CUDA builds (about
+# 4.8 GB a venv; they run on the CPU). Python 3.14 and 3.15 come from Debian
+# sid, which needs a newer glibc than this machine's: they run inside a sid
+# root made on first use (.ci/sid-run), their venvs inside it.
+# TESTS= narrows the suite (`make test TESTS=tests/test_soak.py`).
 PYTHON ?= python3
 PY     ?=
-TORCH  := torch==2.13.0
-ifeq ($(PY),)
+# torch 2.15.0 is the first with wheels for Python 3.15.
+TORCH  ?= $(if $(filter 3.15,$(PY)),2.15.0,2.13.0)
+TESTS  ?= tests
+
+ifeq ($(PY)$(TORCH),2.13.0)
 VENV   := .venv
 BASE   := $(PYTHON)
+IN     :=
 else
-VENV   := $(HOME)/.cache/dyndbg/venv-$(PY)
-BASE    = $(shell .ci/find-python $(PY))
+PY_USED := $(or $(PY),$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])'))
+HOST_PY := $(shell .ci/find-python $(PY_USED))
+ifneq ($(HOST_PY),)
+VENV   := $(HOME)/.cache/dyndbg/venv-$(PY_USED)-torch$(TORCH)
+BASE   := $(HOST_PY)
+IN     :=
+else ifneq ($(filter 3.14 3.15,$(PY_USED)),)
+VENV   := /opt/dyndbg/venv-$(PY_USED)-torch$(TORCH)
+BASE   := python$(PY_USED)
+IN     := .ci/sid-run
+endif
 endif
 BIN    := $(VENV)/bin
 
 .PHONY: demo test bench venv
 
 venv:
-	@test -n "$(BASE)" || { echo "make: no Python $(PY) on this machine"; exit 3; }
-	@.ci/make-venv $(VENV) $(BASE) $(TORCH)
+	@test -n "$(VENV)" || { echo "make: no Python $(PY) on this machine"; exit 3; }
+	@$(IN) .ci/make-venv $(VENV) $(BASE) torch==$(TORCH)
 
 demo: venv
-	$(BIN)/python -m dyndbg samples/graph_break.py
+	$(IN) $(BIN)/python -m dyndbg samples/graph_break.py
 
 test: venv
-	$(BIN)/python -m pytest -q -n 2 tests
+	$(IN) $(BIN)/python -m pytest -q -n 2 $(TESTS)
 
 bench: venv
-	$(BIN)/python bench/overhead.py
+	$(IN) $(BIN)/python bench/overhead.py
