@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from conftest import CALLABLE_FIRST, ROOT, SAMPLES, Run, plain, run_dyndbg, run_plain, with_null
-from transcript import PROMPT, Segment, no_traceback, segments, stops_in
+from conftest import ROOT, SAMPLES, GraphBreakCode, Run, plain, run_dyndbg, run_plain, with_null
+from listing import Instr, parse_listing
+from transcript import PROMPT, STOP, Segment, no_traceback, segments, stops_in
 
 GRAPH_BREAK = SAMPLES / "graph_break.py"
 RECOMPILE = SAMPLES / "recompile.py"
@@ -212,7 +213,7 @@ NAMED_SESSION = [
     "c",                              # call 0: resume entry (3, 4, 5)
     "b",                              # listing 1
     "source",
-    "n",                              # instr 2: LOAD_GLOBAL torch._dynamo.utils
+    "until {import}",                 # its first load of a module dynamo imported
     "c",                              # call 0: graph 5 call (1, 2)
     "n",                              # its outputs
     "c",                              # call 1: graph 2 (6)
@@ -224,9 +225,29 @@ NAMED_SESSION = [
 ]
 
 
+IMPORT_GLOBAL = re.compile(r"__import_(\w+)")
+
+
+def dotted(raw: str) -> str:
+    """An argument with dynamo's import globals (`__import_torch_dot__dynamo_dot_utils`)
+    named by the module they hold (`torch._dynamo.utils`), as dyndbg should name them."""
+    return IMPORT_GLOBAL.sub(lambda m: m.group(1).replace("_dot_", "."), raw)
+
+
 @pytest.fixture(scope="module")
-def named(tmp_path_factory) -> Run:
-    return _with_graph_code_log(GRAPH_BREAK, NAMED_SESSION, tmp_path_factory.mktemp("named"))
+def resume_import(graph_break_code: GraphBreakCode) -> Instr:
+    """The resume function's first LOAD_GLOBAL of a module dynamo imported (torch 2.13:
+    torch._dynamo.utils; 2.15: torch.autograd.profiler, its profiler template)."""
+    raw = graph_break_code.resume_raw
+    found = raw.first("LOAD_GLOBAL", re.compile(r".*__import_\w+.*"))
+    assert raw.on_every_path(found), raw.text
+    return found
+
+
+@pytest.fixture(scope="module")
+def named(tmp_path_factory, resume_import: Instr) -> Run:
+    commands = [c.replace("{import}", str(resume_import.index)) for c in NAMED_SESSION]
+    return _with_graph_code_log(GRAPH_BREAK, commands, tmp_path_factory.mktemp("named"))
 
 
 def _listing(run: Run, nth: int) -> list[str]:
@@ -311,7 +332,7 @@ def test_graph_inputs_match_torch_placeholders(named: Run) -> None:
 def test_graph_outputs_match_torch_return(named: Run) -> None:
     n_first = nth_segment(named, "n", 0).output       # after graph 2's call
     check_outputs_against_torch(n_first, 2, graph_of(named, 2))
-    n_third = nth_segment(named, "n", 2).output       # after graph 5's call
+    n_third = nth_segment(named, "n", 1).output       # after graph 5's call
     check_outputs_against_torch(n_third, 5, graph_of(named, 5))
     # Values: a = sin(x) + y with x = arange(4), y = ones(4).
     _, _, rows = boundary_outputs(n_first)
@@ -319,14 +340,23 @@ def test_graph_outputs_match_torch_return(named: Run) -> None:
     assert is_tensor(rows[0]["value"], f"f32[4] cpu [{expected}]"), rows[0]
 
 
-def test_readable_names_in_stop_lines(named: Run) -> None:
+def test_readable_names_in_stop_lines(named: Run, resume_import: Instr,
+                                      graph_break_code: GraphBreakCode) -> None:
     first = stops_in(head(named))
     assert first and first[0]["index"] == 1, head(named)
     assert "LOAD_GLOBAL" in first[0]["line"] and f"{with_null('graph 2')} " in first[0]["line"], \
         first[0]
-    after = stops_in(nth_segment(named, "n", 1).output)   # resume function, instr 2
-    assert after and after[0]["index"] == 2, after
-    assert "torch._dynamo.utils" in after[0]["line"], after[0]["line"]
+    until = nth_segment(named, f"until {resume_import.index}").output
+    after = stops_in(until)
+    assert after and after[0]["label"] == f"{RESUME_F} [1/0]", until
+    assert (after[0]["index"], after[0]["offset"]) == (resume_import.index, resume_import.offset), \
+        (after[0], resume_import)
+    # The module by its name, as the listing shows it: not the global dynamo made for it.
+    readable = dotted(resume_import.arg)
+    assert graph_break_code.resume.at(resume_import.index).arg == readable, graph_break_code.resume.text
+    assert re.search(rf"  LOAD_GLOBAL +{re.escape(readable)} ", after[0]["line"]), \
+        (after[0]["line"], readable)
+    assert "__import_" not in after[0]["line"], after[0]["line"]
     for stop in continue_stops(named)[:-1]:
         assert "__compiled_fn_" not in stop["line"] and "__import_" not in stop["line"], stop
 
@@ -336,20 +366,24 @@ def test_ll_readable_and_dis_raw_shows_raw_names(named: Run) -> None:
     raw = nth_segment(named, "dis --raw").output
     text, raw_text = "\n".join(ll), "\n".join(raw)
     assert re.search(rf"LOAD_GLOBAL\s+{re.escape(with_null('graph 2'))}$", text, re.M), text
-    # torch._dynamo.utils is loaded to call one of its functions: 3.13 pushes the NULL later.
-    utils = "torch._dynamo.utils" if CALLABLE_FIRST else with_null("torch._dynamo.utils")
-    assert re.search(rf"LOAD_GLOBAL\s+{re.escape(utils)}$", text, re.M), text
     assert re.search(rf"LOAD_GLOBAL\s+{RESUME_F}$", text, re.M), text
-    assert "__compiled_fn_" not in text and "__import_torch" not in text \
+    assert "__compiled_fn_" not in text and "__import_" not in text \
         and "__resume_at_" not in text, text
     graph2 = graph_of(named, 2).name
     assert re.search(rf"LOAD_GLOBAL\s+{re.escape(with_null(graph2))}$", raw_text, re.M), raw_text
-    utils = "__import_torch_dot__dynamo_dot_utils"
-    utils = utils if CALLABLE_FIRST else with_null(utils)
-    assert re.search(rf"LOAD_GLOBAL\s+{re.escape(utils)}$", raw_text, re.M)
     assert re.search(r"LOAD_GLOBAL\s+__resume_at_\d+_\d+$", raw_text, re.M), raw_text
-    # Same instructions, only the names differ.
-    assert len(ll) == len(raw) > 100
+    # Every module dynamo imported (torch._dynamo.utils; on 2.15 torch.autograd.profiler
+    # too) is named by the module in `ll`, by dynamo's global in `dis --raw`, with the
+    # call's NULL where it was (3.13 pushes it after the callable, or later).
+    readable, real = parse_listing(ll), parse_listing(raw)
+    imports = real.find_all("LOAD_GLOBAL", re.compile(r".*__import_\w+.*"))
+    assert imports, raw_text
+    for instr in imports:
+        assert readable.at(instr.index).arg == dotted(instr.arg), (readable.at(instr.index), instr)
+    # Same instructions, only the names differ: the whole code object, each once.
+    total = int(STOP.match(stops_in(head(named))[0]["line"])["total"])
+    assert [i.index for i in readable] == [i.index for i in real] == list(range(total))
+    assert len(ll) == len(raw)
     for a, b in zip(ll, raw):
         assert a.split()[:3] == b.split()[:3], (a, b)
 
