@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conftest import MONITORING, ROOT, SAMPLES, run_dyndbg, run_plain
+from conftest import MONITORING, ROOT, SAMPLES, GraphBreakCode, run_dyndbg, run_plain
 
 PROGRAM = ROOT / "tests" / "programs" / "trace_scope.py"
 STEPS = ["s", "s", "stack", "p x.sin()", "n", "n", "n", "display [v for v in __stack__]",
@@ -36,8 +36,12 @@ def _stop_lines(transcript: str) -> list[str]:
             for line in transcript.splitlines() if line.startswith("> ")]
 
 
-def test_fallback_path_stops_at_the_same_places(tmp_path: Path, monkeypatch) -> None:
-    commands = ["b 30", "c", "stack"] + ["s"] * 150 + ["c"]
+def test_fallback_path_stops_at_the_same_places(tmp_path: Path, monkeypatch,
+                                                graph_break_code: GraphBreakCode) -> None:
+    # From graph 2's first input, through the graph call (and torch 2.15's profiler
+    # template around it), into the resume function and the second call.
+    first_input = graph_break_code.f.first("LOAD_FAST", "x")
+    commands = [f"b {first_input.index}", "c", "stack"] + ["s"] * 150 + ["c"]
     with_callback = run_dyndbg(SAMPLES / "graph_break.py", commands, tmp_path)
     monkeypatch.setenv("DYNDBG_NO_CALLBACK", "1")
     fallback = run_dyndbg(SAMPLES / "graph_break.py", commands, tmp_path)
@@ -47,6 +51,8 @@ def test_fallback_path_stops_at_the_same_places(tmp_path: Path, monkeypatch) -> 
     assert "tracing globally" not in with_callback.transcript
     stops = _stop_lines(with_callback.transcript)
     assert len(stops) > 150
+    assert stops[1].startswith(f"> f [0/0]  instr {first_input.index}/"), stops[:2]
+    assert any(stop.startswith("> torch_dynamo_resume_in_f_at_10 [1/0]  ") for stop in stops)
     assert stops == _stop_lines(fallback.transcript)
 
 
