@@ -12,7 +12,8 @@ backend returned, wrapped by `torch._dynamo.disable`. Measured on torch 2.13:
              down, `__wrapped__` chains reach AOT's own graphs (boxed_nop) or
              inductor's `CompiledFxGraph` (whose `source_code` is the output code);
              for training the chain ends in a `CompiledFunction` class holding
-             `compiled_fw` / `compiled_bw`.
+             `compiled_fw` / `compiled_bw`, reached from its `apply` (a builtin
+             method of the class since torch 2.14, see versions.py).
 
 Dynamo's GraphModule has `gm.meta["backend_id"] == <global name>`, which tells it
 apart from AOT's inner graphs, so a small bounded search from the callable finds
@@ -27,18 +28,15 @@ import types
 from collections import deque
 from dataclasses import dataclass, field
 
+from dyndbg.dynamo import versions
 from dyndbg.dynamo.names import graph_number
 
+_torch_version = versions.torch_version
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 _SEARCH_LIMIT = 400          # objects visited per search; real chains need < 40
 # Attributes that lead from a backend's wrapper towards the graphs it wraps.
 _EDGES = ("_torchdynamo_orig_callable", "__wrapped__", "gm", "compiled_fw", "compiled_bw",
           "compiled_fn", "current_callable")
-
-
-def _torch_version() -> str:
-    torch = sys.modules.get("torch")
-    return getattr(torch, "__version__", "unknown")
 
 
 @dataclass
@@ -198,7 +196,10 @@ def _neighbours(obj: object) -> list[object]:
                 pass
         out.extend(v for v in vars(obj).values() if callable(v))  # e.g. forward.zero_grad
         return out
-    if isinstance(obj, (types.BuiltinFunctionType, types.ModuleType)):
+    if isinstance(obj, types.BuiltinFunctionType):
+        owner = versions.function_class(obj)      # CompiledFunction.apply, torch >= 2.14
+        return [owner] if owner is not None else out
+    if isinstance(obj, types.ModuleType):
         return out
     # Other objects: only torch's own wrappers; never walk into user objects, whose
     # attributes could run code.

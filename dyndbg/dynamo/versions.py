@@ -1,0 +1,84 @@
+"""Where torch releases differ, as far as dynamo/ is concerned: the one place.
+
+dyndbg runs on torch 2.13.0, 2.14.1 and 2.15.0 (measured on each). Each difference
+below has one helper here, named with the release that brought it; the rest of
+dynamo/ calls these helpers and never tests a version itself. A new release's
+differences belong here too.
+
+- 2.14: `torch.autograd.Function.apply` is the C builtin `_C._FunctionBase.apply`
+  (a Python classmethod in 2.13), so AOT's training chain reaches its
+  CompiledFunction class through a builtin method: `function_class`.
+- 2.14: object aliasing (`L['a'] is L['b']`) is a C++ relational guard under both
+  sources' managers (`config.use_lamba_guard_for_object_aliasing` became False);
+  2.13 has one lambda guard on the root, evaluated after the tree. guard_walk
+  evaluates any relational guard from its code (`relation_names` gives what that
+  code calls), so the listing shows ok/FAIL on every release; `guard drop` of a
+  root lambda is refused as before.
+- 2.15: dict and set membership guards append " (HINT: ...)" to their code parts
+  too (type matches and closure variables have one on every release). The hint
+  follows the user-stack comment, or the code itself where a guard has no user
+  stack: `split_hint`.
+- before 2.15: `GuardManagerWrapper.check` / `check_verbose` leave
+  `__torch_function__` disabled for the thread when the tree throws (a strided
+  nested tensor where a TENSOR_MATCH expects a dense one makes `check` throw);
+  2.15 restores it. dyndbg restores it itself on every release: `guard_check`.
+"""
+from __future__ import annotations
+
+import re
+import sys
+import types
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+
+_HINT = re.compile(r"\s*\(HINT: (.*)\)\s*$", re.S)
+
+
+def torch_version() -> str:
+    """The running torch's version, for messages; "unknown" before torch is imported."""
+    torch = sys.modules.get("torch")
+    return getattr(torch, "__version__", "unknown")
+
+
+def function_class(method: object) -> type | None:
+    """The autograd Function class a builtin `apply` is bound to (torch >= 2.14), or
+    None. Only torch's own classes: a user class's attributes are never walked."""
+    if not isinstance(method, types.BuiltinFunctionType):
+        return None
+    owner = getattr(method, "__self__", None)
+    if isinstance(owner, type) and owner.__module__.startswith("torch"):
+        return owner
+    return None
+
+
+def split_hint(part: str) -> tuple[str, str]:
+    """(the code part without torch's trailing " (HINT: ...)", the hint or "")."""
+    found = _HINT.search(part)
+    if found is None:
+        return part, ""
+    return part[:found.start()], found.group(1)
+
+
+def guard_check(check: Callable[[dict], T], frame_locals: dict) -> T:
+    """`check(frame_locals)` (a guard manager's check or check_verbose), leaving the
+    thread's `__torch_function__` state as it was even when the tree throws."""
+    import torch
+    state = torch._C._get_torch_function_state()
+    try:
+        return check(frame_locals)
+    finally:
+        # On a normal return torch has restored it already; setting it again is a no-op.
+        torch._C._set_torch_function_state(state)
+
+
+def relation_names() -> dict[str, object]:
+    """Functions a relational guard's code calls that are not in dynamo's guard scope.
+
+    `check_no_aliasing(L['x'], L['y'])` (NO_TENSOR_ALIASING, every release) names a
+    C++ check that is not a Python global: the same test, by identity, as torch's
+    "Duplicate tensor found where not expected!".
+    """
+    def check_no_aliasing(*tensors: object) -> bool:
+        return len({id(t) for t in tensors}) == len(tensors)
+    return {"check_no_aliasing": check_no_aliasing}
