@@ -13,8 +13,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import dyndbg.cache as dc  # noqa: E402
+from dyndbg.dynamo import cache as dynamo_cache, versions  # noqa: E402
 from dyndbg.dynamo.graphs import (  # noqa: E402
     graph_info, graph_number, inductor_output_code, is_graph_name)
+from dyndbg.dynamo.guard_walk import split_part  # noqa: E402
 from dyndbg.dynamo.guards import cache_entries, explain_entry, guard_tree  # noqa: E402
 
 
@@ -95,20 +98,8 @@ def test_graph_info_aot_eager_training() -> None:
     _check_graph(f_aot, "aot_eager", x, y)
 
 
-def test_graph_info_inductor() -> None:
-    # SLOW: the one inductor test (C++ build, ~25 s cold, ~5 s with inductor's cache).
-    def f_inductor(x, y):
-        a = x.sin() + y
-        return a * 2, a.sum()
-
-    x, y = torch.randn(2, 3), torch.randn(3)
-    torch.compile(f_inductor)(x, y)
-    _check_graph(f_inductor, "inductor", x, y)
-    (entry,) = cache_entries(f_inductor.__code__)
-    assert entry.backend == "inductor"
-    name = entry.graphs[0]
-    code = inductor_output_code(name, f_inductor.__globals__[name])
-    assert code is not None and "def call(" in code
+# Inductor: tests/test_torch_releases.py (training, through `graph --output-code`) and
+# tests/test_dynamo_features.py (inference), both through the CLI.
 
 
 # -- cache entries and guards -------------------------------------------------------
@@ -204,3 +195,113 @@ def test_guard_tree_all_pass_and_unavailable(three: types.FunctionType) -> None:
     assert isinstance(lines, list) and lines and all(line.passed is True for line in lines)
     assert isinstance(guard_tree(three.__code__, (lambda: 0).__code__, {}), str)
     assert isinstance(guard_tree((lambda: 0).__code__, static.code, {}), str)
+
+
+# -- what differs between torch releases (dyndbg/dynamo/versions.py) ----------------
+
+class _Box:
+    pass
+
+
+def _aliasing() -> types.FunctionType:
+    """f compiled for f(a, a, x): its guards hold the relation `L['a'] is L['b']`
+    (a root lambda on torch 2.13, a relational guard under both sources from 2.14)."""
+    def f_alias(a, b, x):
+        return x + 1 if a is b else x - 1
+
+    one = _Box()
+    f_alias.compiled = torch.compile(f_alias, backend="eager")  # type: ignore[attr-defined]
+    f_alias.compiled(one, one, torch.zeros(2))  # type: ignore[attr-defined]
+    return f_alias
+
+
+def test_guard_tree_evaluates_the_aliasing_relation() -> None:
+    f = _aliasing()
+    (entry,) = cache_entries(f.__code__)
+    one, other, x = _Box(), _Box(), torch.zeros(2)
+    for b, expected in ((one, True), (other, False)):
+        lines = guard_tree(f.__code__, entry.code, {"a": one, "b": b, "x": x})
+        assert isinstance(lines, list), lines
+        relation = [ln for ln in lines if "L['a'] is L['b']" in ln.text or
+                    ln.text.endswith("(see above)")]
+        assert relation and all(ln.passed is expected for ln in relation), relation
+        reported = [ln for ln in lines if ln.reason]
+        if expected:
+            assert reported == []
+        else:   # torch's reason sits on the relation, not on a line of its own
+            assert len(reported) == 1 and reported[0] is relation[0], reported
+            assert reported[0].reason == "L['a'] is L['b']"
+
+
+def test_guard_drop_of_the_aliasing_relation() -> None:
+    f = _aliasing()
+    (entry,) = dc.entries(f)
+    one, other, x = _Box(), _Box(), torch.zeros(2)
+    (line,) = [line for line in entry.guards if "L['a'] is L['b']" in line]
+    number = int(line.split(":")[0])
+    try:
+        if "LAMBDA_GUARD" in line:
+            # torch 2.13: a lambda on the root, which torch cannot copy a tree without.
+            with pytest.raises(dc.CacheError, match="root of the tree"):
+                dc.drop_guard(entry.compile_id, number)
+            return
+        dc.drop_guard(entry.compile_id, number)
+        assert f.compiled(one, other, x).tolist() == [1.0, 1.0]   # [0/0] ran, relation gone
+        dc.undo_all()
+        # Dropping another guard of L['a'] keeps the relation: checked on the copy's root.
+        type_match = next(int(line.split(":")[0]) for line in dc.guards(entry.compile_id)
+                          if "TYPE_MATCH" in line and "L['a']" in line)
+        dc.drop_guard(entry.compile_id, type_match)
+        assert f.compiled(one, other, x).tolist() == [-1.0, -1.0]  # not [0/0]
+        assert f.compiled(one, one, x).tolist() == [1.0, 1.0]
+    finally:
+        dc.undo_all()
+
+
+def test_hints_are_kept_out_of_the_code() -> None:
+    def f_hint(x, d):
+        return x + 1 if "k" in d else x - 1
+
+    torch.compile(f_hint, backend="eager")(torch.zeros(2), {"k": 1})
+    (entry,) = cache_entries(f_hint.__code__)
+    lines = guard_tree(f_hint.__code__, entry.code, {"x": torch.zeros(2), "d": {"j": 1}})
+    assert isinstance(lines, list), lines
+    assert not any("HINT" in ln.text or "HINT" in ln.comment for ln in lines), lines
+    contains = next(ln for ln in lines if ln.text.startswith("DICT_CONTAINS"))
+    assert contains.passed is False and contains.reason == "___dict_contains('k', L['d'])"
+    # torch 2.15 explains dict membership guards; every release explains type matches.
+    assert contains.hint == "" or "must contain key 'k'" in contains.hint, contains.hint
+    type_match = next(ln for ln in lines
+                      if ln.text.startswith("TYPE_MATCH") and "(L['d']," in ln.text)
+    assert type_match.hint == "type dict"
+    # A guard with no user stack gets its hint right after the (padded) code.
+    part = "___dict_contains(1, L['d'])".ljust(60) + " (HINT: why)"
+    assert split_part(part) == ("___dict_contains(1, L['d'])", "", "why")
+
+
+def test_a_throwing_guard_check_leaves_torch_function_on() -> None:
+    # Before torch 2.15 a guard tree that throws leaves __torch_function__ disabled
+    # for the thread; a strided nested tensor where TENSOR_MATCH expects a dense one
+    # makes `check` throw (check_verbose, which dyndbg calls, fails it first).
+    def f_plain(x):
+        return x * 2
+
+    torch.compile(f_plain, backend="eager")(torch.ones(2, 3))
+    (entry,) = dc.entries(f_plain)
+    guard_manager = dynamo_cache.find(entry.compile_id).guard_manager
+    nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+    before = torch._C._get_torch_function_state()
+    with pytest.raises(RuntimeError):
+        versions.guard_check(guard_manager.check, {"x": nested})
+    assert torch._C._get_torch_function_state() == before
+
+    class Seen(torch.Tensor):
+        calls = 0
+
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            cls.calls += 1
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    torch.ones(2).as_subclass(Seen) + 1
+    assert Seen.calls > 0          # __torch_function__ still dispatches on this thread

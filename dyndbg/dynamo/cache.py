@@ -20,6 +20,8 @@ import gc
 import types
 from typing import Callable, NamedTuple
 
+from dyndbg.dynamo import versions
+
 
 class CacheError(Exception):
     """An edit or lookup that cannot be done; the message is for the user."""
@@ -112,7 +114,8 @@ def no_guards() -> object:
 
 def check(guard_manager: object, frame_locals: dict) -> tuple[bool, str]:
     """(passed, torch's reason when not); leaves fail counts untouched."""
-    result = guard_manager.check_verbose(frame_locals)  # type: ignore[attr-defined]
+    result = versions.guard_check(guard_manager.check_verbose,  # type: ignore[attr-defined]
+                                  frame_locals)
     parts = [str(p) for p in getattr(result, "verbose_code_parts", [])]
     return bool(result.result), "; ".join(parts)
 

@@ -1,10 +1,12 @@
 """Walking a guard tree: one numbered line per manager and leaf guard, each
-evaluated on its source's value where it can be (see guards.py for what torch
-2.13's trees are and how they are read)."""
+evaluated on its source's value where it can be (see guards.py for what torch's
+trees are and how they are read, versions.py for how releases differ)."""
 from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass
+
+from dyndbg.dynamo import versions
 
 
 @dataclass
@@ -19,6 +21,13 @@ class GuardLine:
     number: int | None = None        # as `guards` lists it (`guard drop ENTRY N`)
     source: str = ""                 # the manager's source (a leaf's: its manager's)
     guard: object | None = None      # the leaf guard itself; None on a manager line
+    code: str = ""                   # a leaf's code (a relation's, on each of its lines)
+    hint: str = ""                   # torch's "(HINT: ...)" to a leaf, kept out of text
+
+    @property
+    def relational(self) -> bool:
+        """A relation between sources (aliasing), listed under each source's manager."""
+        return self.guard is not None and not callable(self.guard)
 
 
 def _children(manager: object) -> list[tuple[str, object]]:
@@ -55,9 +64,18 @@ def call_or(obj: object, method: str, default: str) -> str:
         return default
 
 
+def split_part(part: str) -> tuple[str, str, str]:
+    """A verbose code part as (code, comment, hint). Torch appends `  # user line  #
+    file:line` and, on some guards, ` (HINT: why dynamo guarded)`: the hint is kept
+    apart so that the code reads as code on every torch release."""
+    part, hint = versions.split_hint(part)
+    code, _, comment = part.partition("  # ")
+    return code.strip(), comment.strip(), hint
+
+
 def code_only(part: str) -> str:
-    """A guard's code without the `  # user line  # file:line` comment torch appends."""
-    return part.split("  # ", 1)[0].strip()
+    """A guard's code without the comment and hint torch appends."""
+    return split_part(part)[0]
 
 
 class GuardScope:
@@ -73,13 +91,30 @@ class GuardScope:
             self.names["G"] = global_scope["G"]
         self._cache: dict[str, tuple[bool, object]] = {}
 
-    def value(self, source: str) -> tuple[bool, object]:
+    def truth(self, code: str) -> bool | None:
+        """A relational guard's code (`L['a'] is L['b']`) evaluated here; None if it
+        does not evaluate (a C++ check with no Python name, a missing source)."""
+        got, value = self.value(code, versions.relation_names())
+        return bool(value) if got else None
+
+    def knows(self, code: str) -> bool:
+        """Whether `truth` can run this code: it compiles and names only the scope's
+        names (`L`, `G`, builtins, torch's guard helpers, versions.relation_names)."""
+        try:
+            compiled = compile(code, "<guard>", "eval")
+        except (SyntaxError, ValueError):
+            return False
+        known = {*self.names, *vars(builtins), *versions.relation_names(), "G"}
+        return set(compiled.co_names) <= known
+
+    def value(self, source: str, extra: dict | None = None) -> tuple[bool, object]:
         """(evaluated, value) of a guard source such as `L['x'].size()[0]`."""
         if source not in self._cache:
             try:
                 # Torch built this expression from the program's own accesses; the
                 # guard itself performs the same ones.
-                self._cache[source] = (True, eval(source, self.names))  # noqa: S307
+                names = {**self.names, **extra} if extra else self.names
+                self._cache[source] = (True, eval(source, names))  # noqa: S307
             except Exception:  # noqa: BLE001 - e.g. a source that depends on a failed guard
                 self._cache[source] = (False, None)
         return self._cache[source]
@@ -106,8 +141,9 @@ class TreeBuilder:
         self.reason = reason
         self.reason_placed = False
         self.lines: list[GuardLine] = []
-        # Holds the guard objects themselves (see guards._count_leaves on pybind identity).
-        self._relational_seen: list[object] = []
+        # Relational guards met so far with their result; holds the guard objects
+        # themselves (see guards._count_leaves on pybind identity).
+        self._relational_seen: list[tuple[object, str, bool | None]] = []
 
     def manager(self, manager: object, accessor: str, depth: int) -> bool | None:
         """Add the manager's line and its subtree; return the subtree's result."""
@@ -136,22 +172,30 @@ class TreeBuilder:
         """Add one leaf guard's line, evaluated on the value of `source` if callable."""
         kind = type(leaf).__name__
         parts = [str(p) for p in leaf.verbose_code_parts()]  # type: ignore[attr-defined]
-        code = " and ".join(code_only(p) for p in parts)
-        comment = parts[0].split("  # ", 1)[1].strip() if parts and "  # " in parts[0] else ""
-        relational = not callable(leaf)    # RelationalGuard: spans several sources
-        if relational:
-            if any(leaf is seen for seen in self._relational_seen):
-                code = "(see above)"
-            self._relational_seen.append(leaf)
+        split = [split_part(p) for p in parts]
+        code = " and ".join(c for c, _, _ in split)
+        comment = split[0][1] if split else ""
+        hint = next((h for _, _, h in split if h), "")
+        shown = code
         passed: bool | None = None
-        if not relational and got[0]:
+        if not callable(leaf):     # RelationalGuard: spans several sources
+            seen = next((s for s in self._relational_seen if s[0] is leaf), None)
+            if seen is not None:
+                _, code, passed = seen
+                shown = "(see above)"
+            else:
+                # The C++ guard needs all its sources at once: evaluate its code instead.
+                passed = self.scope.truth(code)
+                self._relational_seen.append((leaf, code, passed))
+        elif got[0]:
             try:
                 passed = bool(leaf(got[1]))  # type: ignore[operator]
             except Exception:  # noqa: BLE001
                 passed = None
-        line = GuardLine(f"{kind}: {code}", passed, depth, comment, source=source, guard=leaf)
+        line = GuardLine(f"{kind}: {shown}", passed, depth, comment, source=source, guard=leaf,
+                         code=code, hint=hint)
         if self.reason is not None and not self.reason_placed and passed is not True \
-                and self._is_reported(parts, source, passed):
+                and self._is_reported(kind, parts, source, passed):
             line.passed, line.reason, self.reason_placed = False, self.reason, True
         self._add(line)
         return line.passed
@@ -160,11 +204,14 @@ class TreeBuilder:
         line.number = len(self.lines)
         self.lines.append(line)
 
-    def _is_reported(self, parts: list[str], source: str, passed: bool | None) -> bool:
+    def _is_reported(self, kind: str, parts: list[str], source: str,
+                     passed: bool | None) -> bool:
         """Whether torch's failure reason is about this guard."""
         reason = self.reason or ""
         if any(code_only(p) in reason for p in parts):
             return True
+        if passed is False and kind == "NO_TENSOR_ALIASING":
+            return "Duplicate tensor" in reason     # torch's own words for this guard
         # Tensor failures read "tensor 'L['x']' size mismatch ...": match by source.
         return passed is False and f"'{source}'" in reason
 

@@ -5,7 +5,7 @@ entries of an ORIGINAL code object, most recently used first. Each entry's
 `guard_manager` (a `GuardManagerWrapper` on torch 2.13) has a C++ `root`
 (`RootGuardManager`): a tree of managers, one per source (`L['x']`, `G['w']`,
 `L['x'].size()[0]`...), each holding leaf guards and child managers reached by
-accessors. Measured on torch 2.13:
+accessors. Measured on torch 2.13 (2.14 and 2.15 differ as versions.py says):
 
 - `root.check_verbose(f_locals)` gives the result and the first failure's reason.
   `root.check(...)` is NOT used: on failure it bumps `fail_count`, which dynamo
@@ -17,24 +17,22 @@ accessors. Measured on torch 2.13:
   own guard scope (`L` = locals, `G` = globals, plus `closure_vars`) gives the
   guarded value, as dynamo's own recompile-reason code does.
 
-So each leaf guard is evaluated individually on its source's value. Where that is
-impossible (relational guards, a source that does not evaluate) its line says
-`passed=None`, unless the whole tree passes (then every guard did). Torch's own
+So each leaf guard is evaluated individually on its source's value; a relational
+guard (aliasing between sources), which no single value can answer, by evaluating
+its code. Where that is impossible (a source or code that does not evaluate) its
+line says `passed=None`, unless the whole tree passes (then every guard did). Torch's own
 check_verbose reason is attached to the guard it names. If the tree cannot be
 walked at all, guard_tree falls back to str(guard_manager) plus that reason.
 """
 from __future__ import annotations
 
-import sys
 import types
 from dataclasses import dataclass, field
 
+from dyndbg.dynamo import versions
 from dyndbg.dynamo.guard_walk import GuardLine, GuardScope, TreeBuilder, code_only, managers, walk
 
-
-def _torch_version() -> str:
-    torch = sys.modules.get("torch")
-    return getattr(torch, "__version__", "unknown")
+_torch_version = versions.torch_version
 
 
 def _unavailable(what: str) -> str:
@@ -159,7 +157,7 @@ def _check_verbose(entry: object, f_locals: dict) -> tuple[bool, str] | None:
     check = getattr(manager, "check_verbose", None)
     if check is None:
         return None
-    result = check(f_locals)
+    result = versions.guard_check(check, f_locals)
     parts = [code_only(str(p)) for p in getattr(result, "verbose_code_parts", []) or []]
     return bool(result.result), "; ".join(parts) or "guards failed"
 

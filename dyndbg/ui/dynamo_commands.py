@@ -136,7 +136,10 @@ class DynamoCommands:
                 number = "" if line.number is None else str(line.number)
                 host.write(cut(f"  {mark} {number:>3}{'  ' * line.depth}{line.text}", 163))
                 if line.reason:
-                    host.write(f"         {'  ' * line.depth}^ {line.reason}")
+                    # Torch's hint (why dynamo guarded this) is kept out of the code and
+                    # shown only where it helps: under the guard that failed.
+                    hint = f"  (HINT: {line.hint})" if line.hint else ""
+                    host.write(f"         {'  ' * line.depth}^ {line.reason}{hint}")
 
     def do_cache(self, arg: str) -> None:
         """cache [FUNC]
