@@ -508,19 +508,26 @@ def test_pty_no_color_uses_plain_input(tmp_path: Path) -> None:
 # -- 5, 6. plain mode (stdin a pipe), sticky, set width -------------------------------------
 
 PLAIN_COMMANDS = [
-    "b graph 2", "c",
+    "b graph 2", "c",        # at graph 2's call
     "stack",                 # full width
+    "s",                     # over the call: its output tuple on the stack
+    "set width 30",
+    "stack",                 # short now
+    "locals",
     "sticky",                # on: window now
     "s",                     # window at the stop
     "s",
     "sticky",                # off
     "s",
-    "set width 30",
-    "stack",                 # short now
-    "locals",
     "source", "ll", "graph", "set color on", "source",
     "q",
 ]
+
+
+def _segment(segs: list[tuple[str, list[str]]], index: int) -> list[str]:
+    """The output of PLAIN_COMMANDS[index], checked to be that command's."""
+    assert segs[index][0] == PLAIN_COMMANDS[index], (index, [c for c, _ in segs])
+    return segs[index][1]
 
 
 def run_plain(tmp_path: Path, options: list[str], commands: list[str]) -> subprocess.CompletedProcess:
@@ -581,7 +588,7 @@ def _window(lines: list[str]) -> list[str]:
 
 def test_sticky_on_shows_window_stack_and_locals(plain_session: subprocess.CompletedProcess) -> None:
     segs = segments(plain_session.stdout)
-    (_, on), (_, step1), (_, step2) = segs[3], segs[4], segs[5]
+    on, step1, step2 = _segment(segs, 7), _segment(segs, 8), _segment(segs, 9)
     assert on[0] == "sticky mode on", on
     assert [line for line in _window(on) if line.startswith("->")], on   # shown at once
     for lines in (step1, step2):
@@ -600,7 +607,7 @@ def test_sticky_on_shows_window_stack_and_locals(plain_session: subprocess.Compl
 
 def test_sticky_again_turns_it_off(plain_session: subprocess.CompletedProcess) -> None:
     segs = segments(plain_session.stdout)
-    (_, off), (_, step) = segs[6], segs[7]
+    off, step = _segment(segs, 10), _segment(segs, 11)
     assert off == ["sticky mode off"], off
     assert _window(step) == [], step
     assert not any(line.startswith("value stack, depth") for line in step), step
@@ -609,21 +616,22 @@ def test_sticky_again_turns_it_off(plain_session: subprocess.CompletedProcess) -
 
 
 def test_set_width_shortens_summaries(plain_session: subprocess.CompletedProcess) -> None:
-    segs = dict((i, s) for i, s in enumerate(segments(plain_session.stdout)))
-    assert segs[2][0] == "stack" and segs[8] == ("set width 30", ["width 30"]) \
-        and segs[9][0] == "stack", segs
-    before = segs[2][1]
+    segs = segments(plain_session.stdout)
+    at_call, stepped = _stop_index(_segment(segs, 1)), _segment(segs, 3)
+    before = _segment(segs, 2)
     assert any(line.endswith("Tensor f32[4] cpu [0, 1, 2, 3]") for line in before), before
-    # the last step left graph 1's output tuple on the stack
-    after = segs[9][1]
+    # One step past graph 2's call: the graph's outputs, a tuple, on top of the stack.
+    assert _stop_index(stepped) == at_call + 1, stepped
+    assert _segment(segs, 4) == ["width 30"]
+    after = _segment(segs, 5)
     value_lines = [line for line in after if re.match(r"^\s+\d+  ", line)]
-    assert value_lines, after
+    assert value_lines and re.match(r"^\s+\d+  tuple ", value_lines[-1]), after
     for line in value_lines:
         summary = line[len("    0  tuple          "):]
         shown = re.sub(r" \(\d+ chars\)$", "", summary)
         assert len(shown) <= 30, f"width 30 but {len(shown)} characters shown: {line!r}"
     assert any("…" in line for line in value_lines), value_lines
-    locals_lines = segs[10][1]
+    locals_lines = _segment(segs, 6)
     assert any("… (" in line for line in locals_lines), locals_lines
 
 
