@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SAMPLES, run_dyndbg, run_plain
+from conftest import ROOT, SAMPLES, GraphBreakCode, run_dyndbg, run_plain
 from transcript import no_traceback, stops_in
 
 PROGRAMS = ROOT / "tests" / "programs"
@@ -126,7 +126,7 @@ def test_gdb_condition_form_and_names_with_spaces(tmp_path: Path) -> None:
     assert _labels(text) == ["f [0/0]"]          # the condition is false: no stop
 
 
-def test_trace_command_and_set_trace(tmp_path: Path) -> None:
+def test_trace_command_and_set_trace(tmp_path: Path, graph_break_code: GraphBreakCode) -> None:
     script = SAMPLES / "graph_break.py"
     run = run_dyndbg(script, ["trace", "trace on", "set", "b torch_dynamo_resume_in_*", "c",
                               "set trace off", "c"], tmp_path)
@@ -138,9 +138,15 @@ def test_trace_command_and_set_trace(tmp_path: Path) -> None:
     on, off = text.split("(dyndbg) set trace off\n")
     traced = [line for line in on.splitlines() if line.startswith("trace ")
               and "  instr " in line]
-    # from the instruction after the stop where it was turned on, to the breakpoint
-    assert traced[0].startswith("trace f [0/0]  instr 2/") and len(traced) > 100
+    # from the instruction after the stop where it was turned on, to the breakpoint:
+    # all that f ran up to its call of the resume function, then the breakpoint's
     assert traced[-1].startswith(f"trace {RESUME} [1/0]  instr 1/"), traced[-1]
+    f = graph_break_code.f
+    in_f = [int(m.group(1)) for line in traced[:-1]
+            if (m := re.match(r"^trace f \[0/0\]  instr (\d+)/", line))]
+    assert len(in_f) == len(traced) - 1, traced
+    assert in_f[0] == 2 and in_f[-1] == f.find("CALL_FUNCTION_EX").index, (in_f[:3], in_f[-3:])
+    assert f.path_problem([1] + in_f) is None, f.path_problem([1] + in_f)
     assert off.startswith("trace off\n") and "\ntrace " not in off
 
 
