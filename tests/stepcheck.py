@@ -23,13 +23,15 @@ ORACLE = ("None if __exception__ else (lambda s, f, E: sum(1 for a, b in zip(s, 
 # What the current instruction does that the next stop can check, for the
 # loads whose value we can name and for STORE_FAST (it pops the top into a
 # local): the checks hold whatever the static depth tables say. A LOAD_FAST of
-# a cell or free variable pushes the cell on 3.13: not named here.
+# a cell or free variable pushes the cell on 3.13: not named here. 3.14 adds
+# LOAD_FAST_BORROW and LOAD_SMALL_INT (its argument is the int).
 EXPECTED_PUSH = (
     "(lambda f, c, dis: None if f.f_lasti and c[f.f_lasti - 2] == dis.EXTENDED_ARG else "
     "(lambda op, arg, v: "
-    "('LOAD_FAST', id(f.f_locals[v[arg]])) if op == 'LOAD_FAST' and arg < len(v) "
+    "(op, id(f.f_locals[v[arg]])) if op in ('LOAD_FAST', 'LOAD_FAST_BORROW') and arg < len(v) "
     "and v[arg] not in f.f_code.co_cellvars + f.f_code.co_freevars else "
     "('LOAD_CONST', id(f.f_code.co_consts[arg])) if op == 'LOAD_CONST' else "
+    "('LOAD_SMALL_INT', id(arg)) if op == 'LOAD_SMALL_INT' else "
     "('STORE_FAST', v[arg]) if op == 'STORE_FAST' and arg < len(v) "
     "and v[arg] not in f.f_code.co_cellvars + f.f_code.co_freevars else None)"
     "(dis.opname[c[f.f_lasti]], c[f.f_lasti + 1], f.f_code.co_varnames))"

@@ -5,12 +5,15 @@
 3.13:       CALL n              [callable, NULL, args...] or [callable, self, args...]
             CALL_KW n           the same, with the keyword names on top
             CALL_FUNCTION_EX    [callable, NULL, args, kwargs if arg & 1]
+3.14, 3.15: as 3.13, but CALL_FUNCTION_EX has no argument and always
+            [callable, NULL, args, kwargs or NULL]
 """
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
 
+from dyndbg.cpython.opcodes import function_ex_kwargs_slot
 from dyndbg.cpython.valuestack import NULL
 
 _CALLABLE_FIRST = sys.version_info >= (3, 13)
@@ -25,8 +28,9 @@ class CallSite:
 def call_site(opname: str, arg: int | None, stack: list[object]) -> CallSite | None:
     """The call the instruction is about to make, read from the stack; None if
     the instruction is not a call or the stack does not fit."""
-    if arg is None:
+    if arg is None and opname != "CALL_FUNCTION_EX":   # 3.14's takes none
         return None
+    arg = arg or 0
     if opname == "CALL_KW":
         if len(stack) < arg + 3:
             return None
@@ -39,7 +43,7 @@ def call_site(opname: str, arg: int | None, stack: list[object]) -> CallSite | N
             return CallSite(below, args) if above is NULL else CallSite(below, [above] + args)
         return CallSite(above, args) if below is NULL else CallSite(below, [above] + args)
     if opname == "CALL_FUNCTION_EX":
-        position = -3 if arg & 1 else -2      # the callable and NULL pair ends here
+        position = -3 if function_ex_kwargs_slot(arg) else -2   # where callable and NULL end
         if len(stack) < 1 - position:
             return None
         positional = stack[position + 1]

@@ -18,28 +18,38 @@ SILENT_OPNAMES = frozenset({"RESUME"})
 # which carries the keyword names on top; 3.11 and 3.12 use KW_NAMES + CALL).
 CALL_OPNAMES = frozenset({"CALL", "CALL_FUNCTION_EX", "CALL_KW"})
 
+
+def function_ex_kwargs_slot(arg: int | None) -> bool:
+    """CALL_FUNCTION_EX has a slot for its keyword arguments: 3.14 always (NULL
+    when there are none; the instruction has no argument), earlier if arg & 1."""
+    return sys.version_info >= (3, 14) or bool((arg or 0) & 1)
+
+
 # Instructions that leave the frame with a value: RETURN_VALUE returns the top
-# of the stack; RETURN_CONST (3.12, 3.13) its constant argument.
+# of the stack; RETURN_CONST (3.12, 3.13 only) its constant argument.
 RETURN_OPNAMES = frozenset({"RETURN_VALUE", "RETURN_CONST"})
 _RETURNS_ITS_ARGUMENT = frozenset({"RETURN_CONST"})
 
 # Opcodes whose argument is a jump target (relative or absolute, by version).
 JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
 
-# The instruction that loads torch's <BREAKPOINT> marker constant.
 # Instructions that run no Python code and change no object in place: after
 # one, every slot of the frame that still holds the same object holds it
 # unchanged (the recorder then re-reads only the slots whose object changed).
-# Calls, operators, attribute access, truth tests, iteration and the
-# container updates (LIST_APPEND, STORE_SUBSCR...) are not in it. Names of
-# 3.11 to 3.13 together: each version has its own subset.
+# Calls, operators, attribute access, truth tests, iteration, the container
+# updates (LIST_APPEND, STORE_SUBSCR...) and STORE_DEREF (it changes a cell that
+# a container on the stack may hold: seen on 3.14) are not in it. Names of
+# 3.11 to 3.15 together: each version has its own subset (3.14 adds the
+# borrowed loads, LOAD_SMALL_INT, LOAD_COMMON_CONSTANT, NOT_TAKEN, POP_ITER).
 KEEPS_VALUES_OPNAMES = frozenset({
-    "NOP", "RESUME", "CACHE", "EXTENDED_ARG", "PRECALL", "KW_NAMES", "PUSH_NULL",
+    "NOP", "NOT_TAKEN", "RESUME", "CACHE", "EXTENDED_ARG", "PRECALL", "KW_NAMES", "PUSH_NULL",
     "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "LOAD_FAST_LOAD_FAST",
-    "LOAD_CONST", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_GLOBAL",
+    "LOAD_FAST_BORROW", "LOAD_FAST_BORROW_LOAD_FAST_BORROW",
+    "LOAD_CONST", "LOAD_SMALL_INT", "LOAD_COMMON_CONSTANT", "LOAD_DEREF", "LOAD_CLOSURE",
+    "LOAD_GLOBAL",
     "STORE_FAST", "STORE_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST", "DELETE_FAST",
-    "STORE_DEREF", "MAKE_CELL", "COPY_FREE_VARS",
-    "POP_TOP", "SWAP", "COPY", "END_FOR",
+    "MAKE_CELL", "COPY_FREE_VARS",
+    "POP_TOP", "SWAP", "COPY", "END_FOR", "POP_ITER",
     "BUILD_TUPLE", "BUILD_LIST", "BUILD_SLICE", "MAKE_FUNCTION",
     "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP",
     "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE",
@@ -47,6 +57,7 @@ KEEPS_VALUES_OPNAMES = frozenset({
     "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE",
 })
 
+# The instruction that loads torch's <BREAKPOINT> marker constant.
 MARKER_LOAD = "LOAD_CONST"
 
 
@@ -69,6 +80,16 @@ def returned_value(opname: str, argval: object, stack: list[object]) -> tuple[bo
 _REBINDING = frozenset({"STORE_FAST", "DELETE_FAST", "STORE_DEREF", "DELETE_DEREF",
                         "STORE_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST",
                         "LOAD_FAST_AND_CLEAR"})
+
+
+# Instructions whose argument is a cell or free variable's slot. dis.hasfree
+# is no guide: 3.13 lists LOAD_CLOSURE in haslocal, 3.14 LOAD_DEREF too.
+_CELL_OPNAMES = frozenset({"LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "MAKE_CELL",
+                           "LOAD_CLOSURE", "LOAD_CLASSDEREF", "LOAD_FROM_DICT_OR_DEREF"})
+
+
+def names_a_cell(opname: str) -> bool:
+    return opname in _CELL_OPNAMES
 
 
 def argument_names(code: types.CodeType) -> tuple[str, ...]:
@@ -94,31 +115,51 @@ def rebinds_arguments(code: types.CodeType) -> bool:
 # UnboundLocalError, as 3.11's LOAD_FAST does. Code that is changed after the
 # compiler (a patch) must load with the checked form.
 CHECKED_LOCAL_LOAD = "LOAD_FAST_CHECK" if sys.version_info >= (3, 12) else "LOAD_FAST"
-UNCHECKED_LOCAL_LOADS = frozenset({"LOAD_FAST", "LOAD_FAST_LOAD_FAST"}
+UNCHECKED_LOCAL_LOADS = frozenset({"LOAD_FAST", "LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW",
+                                   "LOAD_FAST_BORROW_LOAD_FAST_BORROW"}
                                   if sys.version_info >= (3, 12) else ())
 
+# 3.14's LOAD_FAST_BORROW (and its pair) push a reference the frame does not own:
+# the compiler emits them only where it proved that the local outlives it on the
+# stack (no store or delete of the local meanwhile, not stored into another
+# local, consumed in its basic block). A patch can break that proof (a store
+# freed the object under it: a crash), so patched code loads with the owning
+# forms, which take the same argument and stack slots.
+OWNING_LOADS = {"LOAD_FAST_BORROW": "LOAD_FAST",
+                "LOAD_FAST_BORROW_LOAD_FAST_BORROW": "LOAD_FAST_LOAD_FAST"} \
+    if sys.version_info >= (3, 14) else {}
 
-def trusted_slot(instr: dis.Instruction, depth: int) -> int | None:
-    """The stack slot (0 = bottom) where `instr` leaves a value the interpreter later
-    uses without checking it, given the stack depth before it; None where it leaves
-    none. Such a value is a call's NULL (3.11/3.12 put it below the callable, 3.13
-    above it), an unbound local saved as NULL by LOAD_FAST_AND_CLEAR (3.12+), or
-    GET_ITER's iterator (FOR_ITER calls its tp_iternext, in this code or in a 3.11
-    comprehension's, which gets it as `.0`). A value op handed one crashes."""
+
+def trusted_slots(instr: dis.Instruction, depth: int) -> tuple[int, ...]:
+    """The stack slots (0 = bottom) where `instr` leaves values the interpreter later
+    uses without checking them, given the stack depth before it. Such a value is a
+    call's NULL (3.11/3.12 put it below the callable, 3.13+ above it; 3.14's
+    LOAD_SPECIAL pushes one above `__enter__`/`__exit__`), an unbound local saved as
+    NULL by LOAD_FAST_AND_CLEAR (3.12+), or GET_ITER's iterator (FOR_ITER calls its
+    tp_iternext, in this code or in a 3.11 comprehension's, which gets it as `.0`;
+    3.15 pushes the iterable and an index or NULL). A value op handed one crashes."""
     name, bit, above = instr.opname, (instr.arg or 0) & 1, sys.version_info >= (3, 13)
-    if name in ("PUSH_NULL", "LOAD_FAST_AND_CLEAR"):
-        return depth
+    if name in ("PUSH_NULL", "LOAD_FAST_AND_CLEAR", "LOAD_SPECIAL"):
+        return (depth,)
     if name == "GET_ITER":
-        return depth - 1
+        return (depth - 1, depth) if sys.version_info >= (3, 15) else (depth - 1,)
     if name == "LOAD_GLOBAL" and bit:
-        return depth + 1 if above else depth
+        return (depth + 1 if above else depth,)
     if name == "LOAD_METHOD":                                   # 3.11: [NULL, meth]
-        return depth - 1
+        return (depth - 1,)
     if name == "LOAD_ATTR" and bit and sys.version_info >= (3, 12):
-        return depth if above else depth - 1                    # the owner's slot, or above
+        return (depth if above else depth - 1,)                 # the owner's slot, or above
     if name == "LOAD_SUPER_ATTR" and bit:
-        return depth - 2 if above else depth - 3
-    return None
+        return (depth - 2 if above else depth - 3,)
+    return ()
+
+
+def handler_trusted_slots(code: types.CodeType) -> list[tuple[int, int]]:
+    """(handler offset, slot) of the lasti an exception handler starts with where
+    it is no object: 3.14+ pushes it as a tagged int (a value op on it crashes)."""
+    if sys.version_info < (3, 14):
+        return []
+    return [(e.target, e.depth) for e in dis.Bytecode(code).exception_entries if e.lasti]
 
 
 def pushes_null(instr: dis.Instruction) -> bool:

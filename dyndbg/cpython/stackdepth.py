@@ -13,7 +13,7 @@ import dis
 import sys
 import types
 
-from dyndbg.cpython.opcodes import JUMPS
+from dyndbg.cpython.opcodes import JUMPS, function_ex_kwargs_slot
 
 _UNCONDITIONAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE",
                   "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT",
@@ -147,5 +147,5 @@ def suspended_depth(code: types.CodeType, offset: int) -> int | None:
     if opname in ("CALL", "CALL_KW"):
         return depth
     if opname == "CALL_FUNCTION_EX":
-        return depth - 1 - (code.co_code[start + 1] & 1)
+        return depth - 1 - function_ex_kwargs_slot(code.co_code[start + 1])
     return None

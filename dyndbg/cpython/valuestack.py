@@ -65,26 +65,61 @@ def _read_pointer(address: int) -> int:
 
 _from_pointer = _ctypes.PyObj_FromPtr   # the object at an address (a new reference)
 
+# 3.14+ _PyStackRef (pycore_stackref.h, GIL build): the low two bits tag a
+# pointer: 0 a strong reference, 1 a deferred or borrowed one (LOAD_FAST_BORROW,
+# immortals), 3 a tagged int (the lasti an exception handler pushes), not an
+# object; 2 is none of these (3.15: an unwrapped C pointer). NULL is 1, not 0.
+_TAG_BITS = 3
+_STACKREF_NULL = 1
+_INT_TAG = 3
+
+
+def _from_stackref(bits: int | None) -> object:
+    if not bits or bits == _STACKREF_NULL:
+        return NULL
+    tag = bits & _TAG_BITS
+    if tag == _INT_TAG:    # the int it stands for, as 3.11 to 3.13 kept a PyLong there
+        return (bits - (1 << 64) if bits >> 63 else bits) >> 2
+    if tag == 2:
+        raise StackUnavailable("a stack slot holds no Python object here")
+    return _from_pointer(bits & ~_TAG_BITS)
+
+
+def _untagged(layout: FrameLayout, pointer: int) -> int:
+    return pointer & ~_TAG_BITS if layout.stack_pointer else pointer
+
+
+def _stored_top(layout: FrameLayout, iframe: int) -> int:
+    """The stored stack top as an index into localsplus; -1 where none is stored."""
+    if not layout.stack_pointer:
+        return ctypes.c_int.from_address(iframe + layout.stacktop).value
+    pointer = _read_pointer(iframe + layout.stacktop)
+    offset = pointer - (iframe + layout.localsplus)
+    return offset // 8 if pointer and offset >= 0 and offset % 8 == 0 else -1
+
 
 def _read_stack_with(layout: FrameLayout, frame: types.FrameType,
                      depth: int | None = None, stored: bool = True,
-                     with_locals: bool = False) -> list[object]:
+                     with_locals: bool = False, at_most: int | None = None) -> list[object]:
     """`depth`: the static depth, used where no stack pointer is stored;
     `stored`: False where a stored one cannot be current (3.12+ at events);
+    `at_most`: a depth the stored one may not exceed (a suspended frame's);
     `with_locals`: the local, cell and free slots first, then the stack."""
     code = frame.f_code
     iframe = _read_pointer(id(frame) + layout.f_frame)
     if not iframe:
         raise StackUnavailable("frame has no interpreter frame")
-    if _read_pointer(iframe + layout.f_code) != id(code):
+    if _untagged(layout, _read_pointer(iframe + layout.f_code)) != id(code):
         raise StackUnavailable("frame layout does not match (code pointer differs)")
     base = nlocalsplus(code)
-    top = ctypes.c_int.from_address(iframe + layout.stacktop).value if stored else -1
-    if (top < base or top > base + code.co_stacksize) and depth is not None \
-            and 0 <= depth <= code.co_stacksize:
-        # Not stored (-1 while the frame runs): the static depth tells where
-        # the live stack ends.
-        top = base + depth
+    top = _stored_top(layout, iframe) if stored else -1
+    if top < base or top > base + code.co_stacksize:
+        if depth is not None and 0 <= depth <= code.co_stacksize:
+            # Not stored (-1 while the frame runs): the static depth tells where
+            # the live stack ends.
+            top = base + depth
+    elif at_most is not None:
+        top = min(top, base + at_most)
     if top < base or top > base + code.co_stacksize:
         raise StackUnavailable("value stack not readable in this frame state")
     first = 0 if with_locals else base
@@ -94,19 +129,27 @@ def _read_stack_with(layout: FrameLayout, frame: types.FrameType,
     # (recording reads every instruction's slots: this is its hot path).
     pointers = (ctypes.c_void_p * (top - first)).from_address(
         iframe + layout.localsplus + 8 * first)[:]
+    if layout.stack_pointer:
+        return [_from_stackref(p) for p in pointers]
     return [_from_pointer(p) if p else NULL for p in pointers]
 
 
 _checked: tuple[FrameLayout | None, str | None] | None = None
 
 
+def _take(*args: object) -> None:
+    return None
+
+
 def _self_check(layout: FrameLayout) -> str | None:
     """Read a known stack once; None if the layout is right, else why not.
 
-    The probe is suspended in a call with two copies of a sentinel below it on
-    its stack: this needs no tracing, so it runs anywhere (inside a trace
-    callback too) and checks the frame pointer, the code pointer, where
-    localsplus starts and how many slots precede the stack."""
+    The probe is suspended in a call with a call's callable and NULL and two
+    copies of a sentinel below it on its stack: this needs no tracing, so it
+    runs anywhere (inside a trace callback too) and checks the frame pointer,
+    the code pointer, where localsplus starts, how many slots precede the
+    stack, the stored stack pointer (3.11, 3.14+) and how a NULL slot and a
+    borrowed reference (3.14's LOAD_FAST_BORROW) are read."""
     sentinel = object()
     seen: list[bool] = []
 
@@ -114,13 +157,14 @@ def _self_check(layout: FrameLayout) -> str | None:
         caller = sys._getframe(1)
         depth = suspended_depth(caller.f_code, caller.f_lasti)
         try:
-            stack = _read_stack_with(layout, caller, depth)
+            stack = _read_stack_with(layout, caller, depth, at_most=depth)
         except StackUnavailable:
             stack = []
-        seen.append(len(stack) >= 2 and stack[0] is sentinel and stack[1] is sentinel)
+        seen.append(len(stack) == 4 and {id(stack[0]), id(stack[1])} == {id(_take), id(NULL)}
+                    and stack[2] is sentinel and stack[3] is sentinel)
 
-    def probe(marker: object) -> list[object]:
-        return [marker, marker, look()]  # `look` runs with both copies on the stack
+    def probe(marker: object, take=_take) -> None:  # noqa: ANN001
+        take(marker, marker, look())  # `look` runs with [take, NULL, marker, marker] below it
 
     probe(sentinel)
     return None if seen == [True] else "frame layout check failed"
@@ -191,9 +235,14 @@ def read_suspended_stack(frame: types.FrameType) -> list[object]:
     """Bottom-to-top value stack of `frame` while it is suspended in a call made
     by its current instruction: only what is still the frame's own then
     (stackdepth.suspended_depth). StackUnavailable where nothing can be read
-    safely (the instruction is not a call)."""
+    safely (3.11-3.13: the instruction is not a call)."""
     layout = _layout()
     depth = suspended_depth(frame.f_code, frame.f_lasti)
+    if layout.stack_pointer:
+        # 3.14+ stores the pointer before any call out of the frame, below which
+        # every slot is live (the garbage collector reads them): any instruction,
+        # and no more of a call's operands than the callee left the frame.
+        return _read_stack_with(layout, frame, at_most=depth)
     if depth is None:
         raise StackUnavailable("not readable while this instruction runs")
     return _read_stack_with(layout, frame, depth)
