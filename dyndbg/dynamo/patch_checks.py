@@ -9,7 +9,8 @@ import dis
 import types
 from typing import NamedTuple
 
-from dyndbg.cpython.opcodes import JUMPS, pushes_null, trusted_slot
+from dyndbg.cpython.opcodes import (JUMPS, OWNING_LOADS, handler_trusted_slots, pushes_null,
+                                    trusted_slots)
 from dyndbg.cpython.stackdepth import stack_depths, underflow
 from dyndbg.dynamo.cache import CacheError
 
@@ -17,6 +18,7 @@ from dyndbg.dynamo.cache import CacheError
 def check(before: types.CodeType, after: types.CodeType) -> None:
     """Refuse (CacheError) `after`, the patched `before`, unless it is safe to run."""
     _check_stack(after)
+    _check_borrows(after)
     diff = Diff.of(before, after)
     _check_end(diff)
     _check_unchecked(diff)
@@ -40,6 +42,16 @@ def _check_stack(code: types.CodeType) -> None:
         instr = next(i for i in listing(code) if i.offset == offset)
         raise CacheError(f"the patched code would pop below the bottom of the value stack "
                          f"at {instr.opname} @{offset}")
+
+
+def _check_borrows(code: types.CodeType) -> None:
+    """Refuse patched code that still borrows a local (3.14's LOAD_FAST_BORROW): the
+    compiler's proof that the local outlives the borrowed reference was made for
+    the code it compiled (patching.py makes every such load an owning one)."""
+    borrowed = next((i for i in listing(code) if i.opname in OWNING_LOADS), None)
+    if borrowed is not None:
+        raise CacheError(f"refused: {borrowed.opname} @{borrowed.offset} would push a "
+                         "borrowed reference that the patch may outlive")
 
 
 # These trust the type of an operand (CPython checks it in debug builds only): a list
@@ -78,6 +90,9 @@ SAFE = {"NOP", "LOAD_CONST", "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_DEREF", "LOAD
         "STORE_FAST", "POP_TOP", "BINARY_OP", "BINARY_SUBSCR", "COMPARE_OP", "IS_OP",
         "CONTAINS_OP", "UNARY_NEGATIVE", "UNARY_NOT", "UNARY_INVERT", "LOAD_ATTR",
         "RETURN_VALUE", "RETURN_CONST", "BUILD_TUPLE"}
+# Plain value loads a patch may change or delete, but not write: their argument
+# indexes a table unchecked (3.14+; `LOAD_CONST n` loads the same value).
+REPLACEABLE = SAFE | {"LOAD_SMALL_INT", "LOAD_COMMON_CONSTANT"}
 
 
 def _check_layout(diff: Diff, new_depths: dict[int, int]) -> None:
@@ -97,9 +112,10 @@ def _check_layout(diff: Diff, new_depths: dict[int, int]) -> None:
                                      f"of {old_depths.get(o.offset)}: keep the stack as it was "
                                      "(patch a value, or a pair like LOAD_CONST + BINARY_OP)")
             continue
-        for instr in old[a0:a1] + new[b0:b1]:
+        for instr, allowed in [(i, REPLACEABLE) for i in old[a0:a1]] + \
+                [(i, SAFE) for i in new[b0:b1]]:
             null = pushes_null(instr)
-            if instr.opname not in SAFE or null:
+            if instr.opname not in allowed or null:
                 raise CacheError(f"refused: a patch may only add, change or delete "
                                  f"{', '.join(sorted(SAFE))} (without NULL), not "
                                  f"{instr.opname}{' with NULL' if null else ''}")
@@ -117,16 +133,18 @@ def _pops(instr: dis.Instruction) -> int:
 
 def _check_trusted(diff: Diff, depths: dict[int, int]) -> None:
     """Refuse a changed instruction that would take, as an operand, a value the
-    interpreter trusts (a call's NULL, an unbound local's, an iterator): it crashes."""
+    interpreter trusts (a call's NULL, an unbound local's, an iterator, 3.14's lasti
+    in a handler): it crashes."""
     new = diff.new
+    index = {instr.offset: k for k, instr in enumerate(new)}
+    sources = [(k + 1, slot) for k, instr in enumerate(new) if depths.get(instr.offset) is not None
+               for slot in trusted_slots(instr, depths[instr.offset])]
+    sources += [(index[offset], slot) for offset, slot in handler_trusted_slots(diff.after)
+                if offset in index]
     live: dict[int, set[int]] = collections.defaultdict(set)   # index -> trusted slots
-    for k, instr in enumerate(new):
-        depth = depths.get(instr.offset)
-        slot = None if depth is None else trusted_slot(instr, depth)
-        if slot is None:
-            continue
+    for first, slot in sources:
         # It stays until the stack shrinks below it (its call, loop end, or store back).
-        for j in range(k + 1, len(new)):
+        for j in range(first, len(new)):
             later = depths.get(new[j].offset)
             if later is None or later <= slot:
                 break
@@ -136,7 +154,7 @@ def _check_trusted(diff: Diff, depths: dict[int, int]) -> None:
         if depth is not None and live[k].intersection(range(depth - _pops(new[k]), depth)):
             raise CacheError(f"refused: {new[k].opname} at {k} would take a value the "
                              "interpreter trusts without checking (a call's NULL, an "
-                             "iterator, an unbound local) as its operand")
+                             "iterator, an unbound local, a handler's lasti) as its operand")
 
 
 class Diff(NamedTuple):

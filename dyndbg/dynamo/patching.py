@@ -21,7 +21,8 @@ import sys
 import types
 from typing import NamedTuple
 
-from dyndbg.cpython.opcodes import CHECKED_LOCAL_LOAD, JUMPS, UNCHECKED_LOCAL_LOADS
+from dyndbg.cpython.opcodes import (CHECKED_LOCAL_LOAD, JUMPS, OWNING_LOADS, UNCHECKED_LOCAL_LOADS,
+                                    names_a_cell)
 from dyndbg.dynamo import patch_checks
 from dyndbg.dynamo.cache import CacheError
 from dyndbg.dynamo.patch_checks import listing
@@ -88,7 +89,8 @@ def _reassembled(code: types.CodeType) -> types.CodeType:
     with, so that whatever the assembler lays out its own way is not counted as the patch."""
     from torch._dynamo.bytecode_transformation import transform_code_object
     try:
-        return transform_code_object(code, lambda instructions, options: None, safe=True)[0]
+        return transform_code_object(code, lambda instructions, options: _owning_loads(
+            instructions), safe=True)[0]
     except Exception:  # noqa: BLE001
         return code
 
@@ -102,6 +104,7 @@ def _apply_one(code: types.CodeType, op: PatchOp) -> types.CodeType:
     def edit(instructions: list, options: dict) -> None:
         stores = _stores(instructions)
         _edit(instructions, options)
+        _owning_loads(instructions)
         _check_loads(instructions, stores)
 
     def _edit(instructions: list, options: dict) -> None:
@@ -169,16 +172,17 @@ def _instruction(op: PatchOp, options: dict, instructions: list, position: dict[
         return create_instruction(opname, argval=_constant(text))
     if opcode in dis.haslocal or opcode in dis.hasfree:
         cells = options["co_cellvars"] + options["co_freevars"]
-        names = options["co_varnames"] if opcode in dis.haslocal else cells
+        local = not names_a_cell(opname)
+        names = options["co_varnames"] if local else cells
         if text not in names:
-            raise CacheError(f"no {'local' if opcode in dis.haslocal else 'cell'} variable "
+            raise CacheError(f"no {'local' if local else 'cell'} variable "
                              f"{text!r} in this code (it has {', '.join(names) or 'none'})")
-        if opcode in dis.haslocal and text in cells:
+        if local and text in cells:
             # Its slot holds the cell: LOAD_DEREF would read a plain value as one.
             raise CacheError(f"{text!r} is a cell variable here (a closure shares it): "
                              "LOAD_DEREF reads it; a patch may not store it")
-        if opname == "LOAD_FAST":
-            opname = CHECKED_LOCAL_LOAD     # the patch may load it before it is bound
+        if opname in ("LOAD_FAST", "LOAD_FAST_BORROW"):
+            opname = CHECKED_LOCAL_LOAD     # owning; the patch may load it before it is bound
         return create_instruction(opname, argval=text)
     if opcode in dis.hasname:
         push_null = text.startswith("NULL + ")
@@ -210,6 +214,15 @@ def _instruction(op: PatchOp, options: dict, instructions: list, position: dict[
     if not text.isdigit():
         raise CacheError(f"{opname} takes a number")
     return create_instruction(opname, arg=int(text))
+
+
+def _owning_loads(instructions: list) -> None:
+    """3.14+: every borrowed load of the code made an owning one (the compiler's
+    proof that the borrow is safe covers the code it compiled, not a patched one)."""
+    for instr in instructions:
+        owning = OWNING_LOADS.get(instr.opname)
+        if owning is not None:
+            instr.opname, instr.opcode = owning, dis.opmap[owning]
 
 
 def _stores(instructions: list) -> collections.Counter[str]:

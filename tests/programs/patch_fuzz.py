@@ -66,9 +66,11 @@ OPNAMES = ["NOP", "POP_TOP", "LOAD_CONST", "LOAD_FAST", "LOAD_FAST_CHECK", "STOR
 ARGS = [None, "0", "1", "2", "+", "*", "None", "'s'", "(1, 2)", "a", "b", "c", "t", "i",
         "x", "error", "inner", "NULL + len", "len", "append", "-1", "3"]
 
-# Replacements that keep the stack depth, which the rules may well accept.
+# Replacements that keep the stack depth, which the rules may well accept
+# (3.14 loads with LOAD_FAST_BORROW, LOAD_SMALL_INT, LOAD_COMMON_CONSTANT too).
 LOADS = ["LOAD_CONST", "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_DEREF", "LOAD_GLOBAL"]
-KINDS = {**{name: LOADS for name in LOADS},
+KINDS = {**{name: LOADS for name in LOADS + ["LOAD_FAST_BORROW", "LOAD_SMALL_INT",
+                                             "LOAD_COMMON_CONSTANT"]},
          **{name: ["BINARY_OP", "COMPARE_OP", "BINARY_SUBSCR", "IS_OP"]
             for name in ("BINARY_OP", "COMPARE_OP", "BINARY_SUBSCR", "IS_OP", "CONTAINS_OP")},
          "STORE_FAST": ["STORE_FAST", "POP_TOP"], "POP_TOP": ["STORE_FAST", "POP_TOP"],
@@ -93,8 +95,10 @@ def argument(code, opname):
     return rng.choice(OPERATORS)
 
 
-# Where a call's NULL, or an unbound local saved by a comprehension, is on the stack.
-NULL_MAKERS = ("PUSH_NULL", "LOAD_GLOBAL", "LOAD_ATTR", "LOAD_METHOD", "LOAD_FAST_AND_CLEAR")
+# Where a call's NULL, an unbound local saved by a comprehension, or an iterator is
+# on the stack.
+NULL_MAKERS = ("PUSH_NULL", "LOAD_GLOBAL", "LOAD_ATTR", "LOAD_METHOD", "LOAD_FAST_AND_CLEAR",
+               "LOAD_SPECIAL", "GET_ITER")
 
 
 def random_op(code):

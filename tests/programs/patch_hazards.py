@@ -1,4 +1,4 @@
-"""Patches that crashed CPython (3.11-3.13) before the rules in dyndbg.dynamo.patching,
+"""Patches that crashed CPython (3.11-3.14) before the rules in dyndbg.dynamo.patching,
 each on a plain function: refused, or applied so that the code raises a Python error
 instead. Prints `name: outcome` lines the test reads; a crash is the test's failure."""
 import sys
@@ -62,9 +62,23 @@ def compare(a, b):
     return a + b, a < b
 
 
+def borrowed(n):
+    x, y = [n, n], [n]
+    return x + y                    # 3.14: LOAD_FAST_BORROW_LOAD_FAST_BORROW x, y
+
+
+def borrowed_kept(n):
+    x = [n, n]
+    z = x + [n]                     # 3.14: LOAD_FAST_BORROW x, consumed by the +
+    x = None
+    return z
+
+
 def index(code, opname, argval=None):
+    # 3.14 loads a small int constant with LOAD_SMALL_INT.
+    names = (opname, "LOAD_SMALL_INT") if opname == "LOAD_CONST" else (opname,)
     return next(k for k, i in enumerate(patching.listing(code))
-                if i.opname == opname and (argval is None or i.argval == argval))
+                if i.opname in names and (argval is None or i.argval == argval))
 
 
 def attempt(name, function, op, *args):
@@ -113,3 +127,9 @@ attempt("COMPARE_OP out of range", compare, PatchOp(R, comparison, "COMPARE_OP",
 attempt("COMPARE_OP >=", compare, PatchOp(R, comparison, "COMPARE_OP", ">="), 1, 2)
 attempt("plain value", bound,
         PatchOp(R, index(bound.__code__, "LOAD_CONST", 2), "LOAD_CONST", "3"), 1)
+# 3.14's borrowed loads: the patch makes x's object die under the reference on the
+# stack (x stored over), or keeps a borrowed reference in z after x is rebound.
+attempt("store into a local borrowed on the stack", borrowed,
+        PatchOp(R, index(borrowed.__code__, "BINARY_OP"), "STORE_FAST", "x"), 1)
+attempt("borrowed value kept in another local", borrowed_kept,
+        PatchOp(R, index(borrowed_kept.__code__, "BINARY_OP"), "POP_TOP"), 1)
