@@ -233,6 +233,21 @@ def test_guard_tree_evaluates_the_aliasing_relation() -> None:
             assert reported[0].reason == "L['a'] is L['b']"
 
 
+def test_guard_tree_evaluates_tensor_aliasing() -> None:
+    def f_two(x, y):
+        return x + y
+
+    x, y = torch.zeros(2), torch.zeros(2)
+    torch.compile(f_two, backend="eager")(x, y)
+    (entry,) = cache_entries(f_two.__code__)
+    lines = guard_tree(f_two.__code__, entry.code, {"x": x, "y": x})
+    assert isinstance(lines, list), lines
+    relation = [ln for ln in lines if ln.text.startswith("NO_TENSOR_ALIASING")]
+    assert len(relation) == 2 and all(ln.passed is False for ln in relation), relation
+    assert [ln for ln in lines if ln.reason] == [relation[0]], lines   # torch's reason, placed
+    assert "Duplicate tensor" in (relation[0].reason or "")
+
+
 def test_guard_drop_of_the_aliasing_relation() -> None:
     f = _aliasing()
     (entry,) = dc.entries(f)
