@@ -12,8 +12,8 @@ differences belong here too.
   sources' managers (`config.use_lamba_guard_for_object_aliasing` became False);
   2.13 has one lambda guard on the root, evaluated after the tree. guard_walk
   evaluates any relational guard from its code (`relation_names` gives what that
-  code calls), so the listing shows ok/FAIL on every release; `guard drop` of a
-  root lambda is refused as before.
+  code calls), so the listing shows ok/FAIL on every release. `guard drop` of it
+  drops the relation from 2.14 (guard_copy.py); on 2.13 a root lambda is refused.
 - 2.15: dict and set membership guards append " (HINT: ...)" to their code parts
   too (type matches and closure variables have one on every release). The hint
   follows the user-stack comment, or the code itself where a guard has no user
