@@ -52,6 +52,18 @@ def test_a_wrong_table_fails_the_self_check(fresh_check, monkeypatch, field: str
     assert reason is not None and "frame layout check failed" in reason
 
 
+def test_stackref_tags_are_decoded() -> None:
+    """3.14+ slots: NULL is 1, a borrowed or deferred reference has bit 0 set, a
+    tagged int is (value << 2) | 3, and tag 2 is no object."""
+    decode, obj = valuestack._from_stackref, object()
+    assert decode(1) is NULL and decode(0) is NULL and decode(None) is NULL
+    assert decode(id(obj)) is obj and decode(id(obj) | 1) is obj
+    assert decode((23 << 2) | 3) == 23
+    assert decode(((-7 << 2) | 3) & (2 ** 64 - 1)) == -7
+    with pytest.raises(StackUnavailable, match="no Python object"):
+        decode(id(obj) | 2)
+
+
 def test_the_stack_at_an_opcode_event_matches_the_static_depth() -> None:
     """Read at every opcode event of a function with a call, a loop, a `with`, a
     handler and keyword arguments: as deep as the bytecode says, and each load's

@@ -3,7 +3,9 @@
 
 The live stack is `localsplus[nlocalsplus:top]`. On 3.11 the interpreter has
 stored `top` (stacktop) in the frame during the event; on 3.12 and 3.13 it has
-not, and `top` is the static depth before the instruction (stackdepth.py).
+not, and `top` is the static depth before the instruction (stackdepth.py); 3.14
+and 3.15 store a stack pointer, checked against that depth, and their slots
+are tagged references (decoded here).
 A NULL slot is a real state (method calls push NULL); it is returned as `NULL`.
 """
 from __future__ import annotations
@@ -100,10 +102,12 @@ def _stored_top(layout: FrameLayout, iframe: int) -> int:
 
 def _read_stack_with(layout: FrameLayout, frame: types.FrameType,
                      depth: int | None = None, stored: bool = True,
-                     with_locals: bool = False, at_most: int | None = None) -> list[object]:
+                     with_locals: bool = False, at_most: int | None = None,
+                     expected: int | None = None) -> list[object]:
     """`depth`: the static depth, used where no stack pointer is stored;
     `stored`: False where a stored one cannot be current (3.12+ at events);
     `at_most`: a depth the stored one may not exceed (a suspended frame's);
+    `expected`: the depth the stored one must give (3.14+ at events);
     `with_locals`: the local, cell and free slots first, then the stack."""
     code = frame.f_code
     iframe = _read_pointer(id(frame) + layout.f_frame)
@@ -120,6 +124,8 @@ def _read_stack_with(layout: FrameLayout, frame: types.FrameType,
             top = base + depth
     elif at_most is not None:
         top = min(top, base + at_most)
+    if expected is not None and top != base + expected:
+        raise StackUnavailable("the stored stack pointer disagrees with the bytecode")
     if top < base or top > base + code.co_stacksize:
         raise StackUnavailable("value stack not readable in this frame state")
     first = 0 if with_locals else base
@@ -201,25 +207,27 @@ def read_value_stack(frame: types.FrameType) -> list[object]:
     Raises StackUnavailable (with a user-facing message) instead of reading
     memory that failed validation.
     """
-    layout = _layout()
-    if layout.stacktop_at_events:
-        return _read_stack_with(layout, frame)
-    depth = depth_before(frame.f_code, frame.f_lasti)
-    if depth is None:
-        raise StackUnavailable("no instruction starts at this frame's offset")
-    return _read_stack_with(layout, frame, depth, stored=False)
+    return _at_event(frame, with_locals=False)
 
 
 def read_frame_slots(frame: types.FrameType) -> list[object]:
     """As read_value_stack, with the frame's local, cell and free slots
     first (slot_names says which is which; an unbound one is NULL)."""
+    return _at_event(frame, with_locals=True)
+
+
+def _at_event(frame: types.FrameType, with_locals: bool) -> list[object]:
     layout = _layout()
-    if layout.stacktop_at_events:
-        return _read_stack_with(layout, frame, with_locals=True)
+    if layout.stacktop_at_events and not layout.stack_pointer:       # 3.11
+        return _read_stack_with(layout, frame, with_locals=with_locals)
     depth = depth_before(frame.f_code, frame.f_lasti)
     if depth is None:
         raise StackUnavailable("no instruction starts at this frame's offset")
-    return _read_stack_with(layout, frame, depth, stored=False, with_locals=True)
+    if not layout.stack_pointer:                                      # 3.12, 3.13
+        return _read_stack_with(layout, frame, depth, stored=False, with_locals=with_locals)
+    # 3.14+: the pointer stored for the event. A release build never clears it,
+    # so it must also agree with the bytecode: a stale one is never read.
+    return _read_stack_with(layout, frame, with_locals=with_locals, expected=depth)
 
 
 def slot_names(code: types.CodeType) -> tuple[tuple[str, ...], frozenset[int]]:
