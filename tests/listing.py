@@ -191,7 +191,8 @@ def _said(opname: Match, arg: Match, where: dict) -> str:
 def parse_listing(text: str | Iterable[str]) -> Listing:
     """The instructions of one listing: `text` is what `ll` (or `l`) printed,
     one string or its lines; other lines (prompts, stop lines) are skipped,
-    but a source header sets the line of the instructions under it."""
+    but a source header sets the line of the instructions under it (`ll` prints
+    no header for an instruction without a line: it keeps the line above)."""
     lines = text.splitlines() if isinstance(text, str) else list(text)
     instrs: list[Instr] = []
     file: str | None = None
