@@ -10,7 +10,8 @@ operands, `tracing` holds the tracing mechanisms' version quirks.
 from __future__ import annotations
 
 from dyndbg.cpython.calls import CallSite, call_site
-from dyndbg.cpython.opcodes import (CALL_OPNAMES, MARKER_LOAD, SILENT_OPNAMES, argument_names,
+from dyndbg.cpython.opcodes import (CALL_OPNAMES, MARKER_LOAD, NO_FALL_THROUGH, SILENT_OPNAMES,
+                                    argument_names,
                                     is_return, rebinds_arguments, returned_value)
 from dyndbg.cpython.stackdepth import depth_before, instruction_start, suspended_depth
 from dyndbg.cpython.valuestack import (NULL, StackUnavailable, read_frame_slots,
@@ -20,6 +21,6 @@ from dyndbg.cpython.valuestack import (NULL, StackUnavailable, read_frame_slots,
 __all__ = ["NULL", "StackUnavailable", "read_frame_slots", "read_suspended_stack",
            "read_value_stack", "slot_names",
            "depth_before", "instruction_start", "suspended_depth", "stack_support",
-           "CALL_OPNAMES", "MARKER_LOAD", "SILENT_OPNAMES", "argument_names", "is_return",
+           "CALL_OPNAMES", "MARKER_LOAD", "NO_FALL_THROUGH", "SILENT_OPNAMES", "argument_names", "is_return",
            "rebinds_arguments", "returned_value",
            "CallSite", "call_site"]

@@ -33,6 +33,12 @@ _RETURNS_ITS_ARGUMENT = frozenset({"RETURN_CONST"})
 # Opcodes whose argument is a jump target (relative or absolute, by version).
 JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
 
+# Instructions after which execution never goes on to the next one: the next
+# is reached only by a jump (or is an exception handler's start).
+NO_FALL_THROUGH = frozenset({"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE",
+                             "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT",
+                             "JUMP_ABSOLUTE", "JUMP"})
+
 # Instructions that run no Python code and change no object in place: after
 # one, every slot of the frame that still holds the same object holds it
 # unchanged (the recorder then re-reads only the slots whose object changed).

@@ -13,11 +13,8 @@ import dis
 import sys
 import types
 
-from dyndbg.cpython.opcodes import JUMPS, function_ex_kwargs_slot
+from dyndbg.cpython.opcodes import JUMPS, NO_FALL_THROUGH, function_ex_kwargs_slot
 
-_UNCONDITIONAL = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE",
-                  "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT",
-                  "JUMP_ABSOLUTE", "JUMP"}
 
 
 def _effect(instr: dis.Instruction, jump: bool) -> int:
@@ -53,7 +50,7 @@ def stack_depths(code: types.CodeType) -> dict[int, int]:
             depths[instr.offset] = depth
             if instr.opcode in JUMPS and instr.argval in index_of:
                 work.append((index_of[instr.argval], depth + _effect(instr, True)))
-            if instr.opname in _UNCONDITIONAL:
+            if instr.opname in NO_FALL_THROUGH:
                 break
             depth += _effect(instr, False)
             k += 1

@@ -7,7 +7,7 @@ import linecache
 import types
 from dataclasses import dataclass
 
-from dyndbg.cpython import SILENT_OPNAMES
+from dyndbg.cpython import NO_FALL_THROUGH, SILENT_OPNAMES
 
 
 @dataclass(frozen=True)
@@ -68,23 +68,27 @@ class CodeInfo:
 
     def line_entries(self, line: int) -> list[int]:
         """Offsets where execution enters `line`, as CPython's line events count
-        it: the first instruction of each run attributed to the line, and a jump
-        target inside such a run that a jump reaches backward or from another
-        line. A forward jump within the run does not enter the line again
-        (torch 2.15's profiler template around each graph call is such an `if`
-        inside one line: arming its joins stopped 3 times per execution)."""
+        it: an instruction of the line reached in sequence from another line
+        (the start of a run), and a jump target of the line that a jump
+        reaches backward or from another line. A forward jump within the line
+        does not enter it again (torch 2.15's profiler template around each
+        graph call is such an `if` inside one line: arming its joins stopped 3
+        times per execution), nor does a run that follows a return or jump,
+        which only jumps reach (3.14 copies a block's tail after its return)."""
         sources: dict[int, list[Instr]] = {}
         for instr in self.instructions:
             if instr.jump_target is not None:
                 sources.setdefault(instr.jump_target, []).append(instr)
         entries = []
-        previous: int | None = None
+        previous: int | None = None     # the line execution falls in from
+        falls_in = True                 # the code's first instruction is entered
         for instr in self.instructions:
             if instr.opname in SILENT_OPNAMES:
                 continue  # never stops: the line is entered at the next instruction
-            if instr.line == line and (previous != line or self._reentered(instr, sources)):
+            if instr.line == line and ((falls_in and previous != line)
+                                       or self._reentered(instr, sources)):
                 entries.append(instr.offset)
-            previous = instr.line
+            previous, falls_in = instr.line, instr.opname not in NO_FALL_THROUGH
         return entries
 
     @staticmethod
