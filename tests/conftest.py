@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,10 @@ TIMEOUT = 240
 # 3.11 and 3.12 above it (`NULL + g`).
 CALLABLE_FIRST = sys.version_info >= (3, 13)
 CALLABLE_SLOT = 0 if CALLABLE_FIRST else 1   # its index above [NULL, callable]'s base
+
+
+# How a listing shows `a[b]`: 3.14 has no BINARY_SUBSCR, it is BINARY_OP [].
+SUBSCRIPT = re.compile(r"BINARY_OP +\[\]" if sys.version_info >= (3, 14) else "BINARY_SUBSCR")
 
 
 def with_null(name: str) -> str:

@@ -123,7 +123,7 @@ PLACES = {                    # breakpoint number -> (opname, argument as `ll` s
     3: ("LOAD_CONST", "'graph break here'"),    # print()'s argument
     4: ("DELETE_FAST", "graph_out_0"),
     5: ("LOAD_GLOBAL", "torch_dynamo_resume_in_f_at_10"),
-    6: ("CALL_FUNCTION_EX", "0"),               # the call of the resume function
+    6: ("CALL_FUNCTION_EX", None),              # the resume call (argument 0 to 3.13, none on 3.14)
     7: ("RETURN_VALUE", ""),
 }
 
