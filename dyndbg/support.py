@@ -52,5 +52,6 @@ def untested(python: tuple[int, int], torch_version: str) -> str | None:
 
 def untested_here() -> str | None:
     """untested() for the running interpreter and the installed torch."""
-    import torch
-    return untested(sys.version_info[:2], str(torch.__version__))
+    import torch  # noqa: F401 - imported, so that its version can be read
+    from dyndbg.dynamo.versions import torch_version
+    return untested(sys.version_info[:2], str(torch_version()))

@@ -16,7 +16,6 @@ import types
 from dyndbg.cpython.opcodes import JUMPS, NO_FALL_THROUGH, function_ex_kwargs_slot
 
 
-
 def _effect(instr: dis.Instruction, jump: bool) -> int:
     # 3.11's compiler books a call's arguments to PRECALL; at run time PRECALL
     # leaves the stack alone and CALL pops them.

@@ -29,9 +29,9 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from dyndbg.dynamo import versions
+from dyndbg.dynamo.versions import torch_version
 from dyndbg.dynamo.names import graph_number
 
-_torch_version = versions.torch_version
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 _SEARCH_LIMIT = 400          # objects visited per search; real chains need < 40
 # Attributes that lead from a backend's wrapper towards the graphs it wraps.
@@ -92,11 +92,11 @@ def graph_info(name: str, value: object, backend: str | None = None) -> GraphInf
         backend = backend or found.backend
         gm = found.graph_module
         if gm is None:
-            note = f"graph module not reachable from this callable with torch {_torch_version()}"
+            note = f"graph module not reachable from this callable with torch {torch_version()}"
             return GraphInfo(name, number, [], [], f"# {note}", backend, [], note)
         return _describe(name, number, gm, backend)
     except Exception as error:  # noqa: BLE001 - a torch change must not break the debugger
-        note = f"graph not readable with torch {_torch_version()}: {type(error).__name__}: {error}"
+        note = f"graph not readable with torch {torch_version()}: {type(error).__name__}: {error}"
         return GraphInfo(name, graph_number(name) or 0, [], [], f"# {note}", backend, [], note)
 
 

@@ -30,13 +30,12 @@ import types
 from dataclasses import dataclass, field
 
 from dyndbg.dynamo import versions
+from dyndbg.dynamo.versions import torch_version
 from dyndbg.dynamo.guard_walk import GuardLine, GuardScope, TreeBuilder, code_only, managers, walk
-
-_torch_version = versions.torch_version
 
 
 def _unavailable(what: str) -> str:
-    return f"{what} not available with torch {_torch_version()}"
+    return f"{what} not available with torch {torch_version()}"
 
 
 @dataclass
@@ -71,7 +70,7 @@ def _raw_entries(code: types.CodeType) -> list | str:
     try:
         return list(_debug_get_cache_entry_list(code))
     except Exception as error:  # noqa: BLE001
-        return f"cache entries unreadable with torch {_torch_version()}: {error}"
+        return f"cache entries unreadable with torch {torch_version()}: {error}"
 
 
 def cache_entries(original_code: types.CodeType) -> list[EntryInfo]:
@@ -174,7 +173,7 @@ def explain_entry(original_code: types.CodeType, transformed_code: types.CodeTyp
     try:
         return _explain(original_code, transformed_code, f_locals)
     except Exception as error:  # noqa: BLE001 - a torch change must not break the debugger
-        return EntryExplanation(None, note=f"not available with torch {_torch_version()}: {error}")
+        return EntryExplanation(None, note=f"not available with torch {torch_version()}: {error}")
 
 
 def _explain(original_code: types.CodeType, transformed_code: types.CodeType,
@@ -213,7 +212,7 @@ def guard_tree(original_code: types.CodeType, transformed_code: types.CodeType,
     try:
         return _guard_tree(original_code, transformed_code, f_locals)
     except Exception as error:  # noqa: BLE001
-        return f"guards not available with torch {_torch_version()}: {error}"
+        return f"guards not available with torch {torch_version()}: {error}"
 
 
 def _guard_tree(original_code: types.CodeType, transformed_code: types.CodeType,
@@ -236,7 +235,7 @@ def _guard_tree(original_code: types.CodeType, transformed_code: types.CodeType,
         builder = TreeBuilder(GuardScope(entry.guard_manager, f_locals), reason)
         walk(builder, root, (True, f_locals))
     except Exception as error:  # noqa: BLE001 - fall back to torch's own printout
-        return (f"guards not evaluable individually with torch {_torch_version()} ({error}):\n"
+        return (f"guards not evaluable individually with torch {torch_version()} ({error}):\n"
                 f"{entry.guard_manager}\noverall: {reason or 'pass'}")
     if outcome is not None and outcome[0]:
         # The whole tree passed, so every guard in it did, even those that cannot
