@@ -309,8 +309,10 @@ class Engine:
                 read.append(self._read_stack(frame))
             return read[0][0]
 
-        if self._mode.stepping and stack() is not None:
-            self.snapshots.keep(frame, stack())  # for an exception stop
+        # For an exception stop; `trace on` saw the instruction too, so its
+        # stack is known there as well.
+        if (self._mode.stepping or self.policy.tracing) and stack() is not None:
+            self.snapshots.keep(frame, stack())
         hit = self.breakpoints.hit(
             entry, info, frame, instr, stack,
             lambda expr: self.conditions.evaluate(frame, expr, stack), self.frontend.message)
@@ -344,15 +346,21 @@ class Engine:
         if stack is None and self.history.on:
             stack = self.history.stack_before(frame)
         self.failures.record(frame, stack)
-        if (self.policy.failed_calls or self.policy.history) and not self._mode.stepping \
-                and not self.policy.tracing \
-                and self.policy.trace_level(entry, frame, recording=False) is TraceLevel.NONE:
-            return  # traced only to record
+        if not self._can_stop_in(entry, frame):
+            return  # traced only to record or to show
         self._stopped_exception = exc
         note = "before the failing instruction" if stack is not None else \
             "not recorded before the failing instruction"
         self._stop(Stop(frame, entry, info, instr, StopReason.EXCEPTION, stack, note,
                         exception=exc))
+
+    def _can_stop_in(self, entry: GeneratedCode, frame: types.FrameType) -> bool:
+        """An exception raised in `frame` stops where it would without `trace
+        on`, `record on` and --post-mortem: while stepping, in a frame that
+        has stopped (it stays traced until it returns), or where a breakpoint
+        or catchpoint makes a stop possible."""
+        return self._mode.stepping or id(frame) in self._stopped_in \
+            or self.policy.stop_level(entry, frame) is not TraceLevel.NONE
 
     def on_call_failed(self, caller: types.FrameType) -> None:
         """--post-mortem: an exception leaves a call made by the generated frame

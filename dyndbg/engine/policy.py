@@ -76,10 +76,19 @@ class TracePolicy:
         """
         if self.stepping and (recording or not self.history):
             return TraceLevel.EVERY
+        level = self.stop_level(entry, frame)
+        if level is TraceLevel.NONE and recording and self.failed_calls:
+            return TraceLevel.CALLS
+        return level
+
+    def stop_level(self, entry: GeneratedCode, frame: types.FrameType | None = None) -> TraceLevel:
+        """trace_level after continue for the stops alone: what breakpoints and
+        catchpoints need, without what `trace on`, `record on` and
+        --post-mortem add (they change what is shown and kept, never where
+        the program stops)."""
         if self.breakpoints.armed(entry, code_info(entry.extra, entry.code)):
             return TraceLevel.ARMED
-        if self.breakpoints.catches_exceptions() or self._calls_watched_resume(entry, frame) \
-                or (recording and self.failed_calls):
+        if self.breakpoints.catches_exceptions() or self._calls_watched_resume(entry, frame):
             return TraceLevel.CALLS
         return TraceLevel.NONE
 
