@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import inspect
 import types
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Sequence
 
 from dyndbg.dynamo import cache, graphs, guard_walk, patching
 from dyndbg.dynamo.cache import CacheError
 from dyndbg.dynamo.edits import EDITS, Edit
 from dyndbg.dynamo.names import find_graph_global
+from dyndbg.dynamo.untraced import untraced
 
 __all__ = ["CacheError", "Edit", "EntryView", "GraphRun", "entries", "code", "guards",
            "check", "evict", "evict_all", "force", "add_guard", "drop_guard", "patch",
@@ -163,21 +164,43 @@ def _graph_global(number: int) -> tuple[dict, str]:
 
 
 _captured: dict[int, tuple] = {}
+_GRAPH = "_dyndbg_captures"   # on a capture wrapper: the compiled graph it stands for
 
 
-def graph_capture(number: int) -> None:
-    """Keep the inputs of graph `number`'s next call (for graph_run with no inputs)."""
+def graph_capture(number: int, at_hand: Sequence[object] | None = None) -> None:
+    """Keep the inputs of graph `number`'s next call (for graph_run with no inputs).
+
+    at_hand: the inputs of a call of the graph that is about to run (a stop at its
+    CALL: the graph is already on the value stack, so the wrapper put in now misses
+    it); copies are kept at once, and the next call's inputs replace them."""
     namespace, name = _graph_global(number)
-    compiled = namespace[name]
+    compiled = _compiled(namespace[name])   # a capture not yet used is replaced
+    if at_hand is not None:
+        try:
+            _captured[number] = tuple(_copy(a) for a in at_hand)
+        except Exception as error:
+            raise CacheError(f"cannot copy the inputs of graph {number}'s call at hand: "
+                             f"{type(error).__name__}: {error}") from None
 
-    def capture(*args: object) -> object:
+    def capture(*args: object, **kwargs: object) -> object:
         # One call only: the module global is the compiled graph again at once.
-        if namespace.get(name) is capture:
+        if namespace.get(name) is wrapper:
             namespace[name] = compiled
-        _captured[number] = tuple(_copy(a) for a in args)
-        return compiled(*args)
+        try:
+            _captured[number] = tuple(_copy(a) for a in args)
+        except Exception:   # the program's call must go on whatever copying did
+            pass
+        return compiled(*args, **kwargs)
     capture.__wrapped__ = compiled  # type: ignore[attr-defined]
-    namespace[name] = capture
+    # Generated code calls it inside the compiled frame: dynamo must not compile it.
+    wrapper = untraced(capture, f"graph capture {number}")
+    setattr(wrapper, _GRAPH, compiled)
+    namespace[name] = wrapper
+
+
+def _compiled(value: object) -> object:
+    """The compiled graph itself, where `value` is a capture wrapper not yet called."""
+    return getattr(value, _GRAPH, value)
 
 
 def captured(number: int) -> tuple | None:
@@ -198,7 +221,7 @@ def graph_run(number: int, *inputs: object) -> GraphRun:
             raise CacheError(f"no inputs captured for graph {number}: graph capture {number}, "
                              "then let it run, or give the inputs")
         inputs = _captured[number]
-    compiled_fn = namespace[name]
+    compiled_fn = _compiled(namespace[name])
     compiled = compiled_fn(*[_copy(a) for a in inputs])
     module = graphs.graph_module(name, compiled_fn)
     if module is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import types
 from typing import TYPE_CHECKING
 
+from dyndbg.cpython import call_site
 from dyndbg.dynamo import graphs, guards
 from dyndbg.dynamo.edits import EDITS
 from dyndbg.dynamo.names import GRAPH_NAME, find_graph_global, graph_number, readable
@@ -51,7 +52,8 @@ class DynamoCommands:
         --output-code, inductor's generated code for it.
         run: call compiled graph N on INPUTS (Python expressions; default: the
         captured ones) and its FX graph eagerly on the same, and compare.
-        capture: keep the inputs of graph N's next call, for `graph run N`."""
+        capture: keep the inputs of graph N's next call, for `graph run N`;
+        stopped at a call of graph N, those of that call."""
         host = self.host
         words = arg.split()
         if words and words[0] in ("run", "capture"):
@@ -88,9 +90,16 @@ class DynamoCommands:
         number = int(words[0])
         try:
             if action == "capture":
-                api.graph_capture(number)
-                self.host.write(f"graph {number}: the inputs of its next call will be kept "
-                                f"(then: graph run {number})")
+                at_hand = self._call_at_hand(number)
+                api.graph_capture(number, at_hand)
+                if at_hand is None:
+                    self.host.write(f"graph {number}: the inputs of its next call will be kept "
+                                    f"(then: graph run {number})")
+                else:
+                    inputs = f"{len(at_hand)} input{'s' if len(at_hand) != 1 else ''}"
+                    self.host.write(f"graph {number}: kept the {inputs} of the call at hand "
+                                    f"(then: graph run {number}); its next call's will "
+                                    "replace them")
                 return
             inputs = self.host.evaluate(f"({words[1]},)") if len(words) > 1 else ()
             ran = api.graph_run(number, *inputs)  # type: ignore[misc]
@@ -101,6 +110,17 @@ class DynamoCommands:
             self.host.write(f"FX graph, eager:  {cut(summarize(ran.eager), 150)}")
         self.host.write(("same: " if ran.same else "DIFFERENT: " if ran.same is False else "")
                         + ran.difference)
+
+    def _call_at_hand(self, number: int) -> list[object] | None:
+        """The arguments of graph `number`'s call when the live stop is at it (the
+        graph already on the value stack: a capture put in the global now misses it)."""
+        stop, call = self.host.stop, self.graph_call
+        if stop is None or call is None or stop.stack is None or self.host.past is not None \
+                or call.frame is not stop.frame or call.index != stop.instr.index \
+                or graph_number(call.name) != number:
+            return None
+        site = call_site(stop.instr.opname, stop.instr.arg, stop.stack)
+        return None if site is None else list(site.args)
 
     # -- cache entries and guards ----------------------------------------------------------
     def do_guards(self, arg: str) -> None:
