@@ -356,11 +356,13 @@ class Engine:
 
     def _can_stop_in(self, entry: GeneratedCode, frame: types.FrameType) -> bool:
         """An exception raised in `frame` stops where it would without `trace
-        on`, `record on` and --post-mortem: while stepping, in a frame that
-        has stopped (it stays traced until it returns), or where a breakpoint
-        or catchpoint makes a stop possible."""
-        return self._mode.stepping or id(frame) in self._stopped_in \
-            or self.policy.stop_level(entry, frame) is not TraceLevel.NONE
+        on` and `record on`: while stepping, where a breakpoint or catchpoint
+        makes a stop possible, or in a frame that has stopped (it stays traced
+        until it returns) unless --post-mortem waits for the exception to
+        end the program, which is what that option asks for."""
+        if self._mode.stepping or self.policy.stop_level(entry, frame) is not TraceLevel.NONE:
+            return True
+        return id(frame) in self._stopped_in and not self.policy.failed_calls
 
     def on_call_failed(self, caller: types.FrameType) -> None:
         """--post-mortem: an exception leaves a call made by the generated frame
