@@ -84,6 +84,22 @@ def test_an_object_is_recorded_as_a_summary(tmp_path: Path) -> None:
     assert live.startswith("back at the present\n") and "\n(dyndbg) p settings.factor\n3.0\n" in live, live
 
 
+def test_nn_containers_are_summarised_with_their_children(tmp_path: Path) -> None:
+    """Sequential, ModuleList and ModuleDict have an empty extra_repr: the
+    summary counts their children, so a full one never reads as an empty one."""
+    run = run_dyndbg(PROGRAMS / "nn_containers.py",
+                     ["s", "back", "p layers", "p blocks", "p nothing", "c"], tmp_path,
+                     options=["--record"])
+    assert run.stdout == "torch.Size([2, 3])\n", run.stdout + run.stderr[-2000:]
+    out = run.transcript
+    assert "Traceback" not in out, out
+    assert re.search(r"^\(dyndbg\) p layers\nSequential\(… 2 children\)  \(only a summary ", out,
+                     re.M), out
+    assert re.search(r"^\(dyndbg\) p blocks\nModuleList\(… 1 child\)  \(only a summary ", out,
+                     re.M), out
+    assert re.search(r"^\(dyndbg\) p nothing\nSequential\(\)  \(only a summary ", out, re.M), out
+
+
 def test_in_place_update_shows_old_then_new_values(tmp_path: Path) -> None:
     """x.add_(1) inside graph 1: before the graph's call x was [1, 1, 1] (a
     copy kept then), after it [2, 2, 2]; the live x is [2, 2, 2] throughout."""

@@ -67,7 +67,10 @@ def describe(tensor: torch.Tensor) -> str:
 
 def describe_module(module: object) -> str | None:
     """`Linear(in_features=3, out_features=3, bias=True)` for a module of
-    torch.nn's own (their extra_repr is torch's code); None for other objects."""
+    torch.nn's own (their extra_repr is torch's code), with its children
+    counted where it has some (`Sequential(… 3 children)`: an empty
+    extra_repr alone would read as an empty container); `Name(…)` for
+    other modules; None for other objects."""
     if not isinstance(module, torch.nn.Module):
         return None
     kind = type(module)
@@ -75,6 +78,11 @@ def describe_module(module: object) -> str | None:
     if not kind.__module__.startswith("torch.nn."):
         return f"{name}(…)"
     try:
-        return f"{name}({module.extra_repr()})"
+        extra = module.extra_repr()
+        children = sum(1 for _ in module.children())
     except Exception:  # noqa: BLE001
         return f"{name}(…)"
+    if not children:
+        return f"{name}({extra})"
+    counted = f"… {children} child{'ren' if children != 1 else ''}"
+    return f"{name}({extra}, {counted})" if extra else f"{name}({counted})"
