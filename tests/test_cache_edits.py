@@ -4,6 +4,7 @@ undo restores the original output; bad edits are one line; fuzzed edits never
 crash the process."""
 from __future__ import annotations
 
+import ast
 import random
 import re
 import subprocess
@@ -13,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, TIMEOUT, _env, run_dyndbg, run_plain
-from transcript import no_traceback
+from transcript import no_traceback, segments, stops_in
 
 PROGRAMS = ROOT / "tests" / "programs"
 SAMPLE = ROOT / "samples" / "cache_edit.py"
+UNDO_RECOMPILE = PROGRAMS / "undo_recompile.py"
 
 
 def _values(stdout: str) -> dict[str, str]:
@@ -57,7 +59,7 @@ def test_repl_commands_on_a_graph_break_program(tmp_path: Path, backend: str) ->
                 f"patch 0/0 insert {ret + 1} BINARY_OP +", "edits", "c",   # n=3: [0/1]
                 "c",                                                        # n=2: patched
                 "ll", "guards", "evict 0/1", "guard add 0/0 n != 2", "c",  # n=5: recompiles
-                "cache", "undo 4", "edits", "run 0/0 x, 2", "undo all", "c"]
+                "cache", "undo 4", "edits", "run 0/0 x, 2", "undo all", "cache", "c"]
     run = run_dyndbg(target, commands, tmp_path)
     no_traceback(run)
     out, text = run.stdout, run.transcript
@@ -76,8 +78,11 @@ def test_repl_commands_on_a_graph_break_program(tmp_path: Path, backend: str) ->
     assert "undid 4: guard add 0/0 n != 2" in text
     assert "[0/0] returned Tensor f32[] cpu [111]" in text, text
     assert re.search(r"\[0/1\] .*\(evicted by edit 3\)", text), text
-    # Undoing the last evict evicts 0/2 too, compiled while calls fell through.
-    assert "undid 3: evict 0/1  [f]\n  also evicted 0/2: compiled while calls fell" in text
+    # Undoing the last evict evicts 0/2 too: its compile was the evict's doing (0/1, a
+    # dynamic entry, passes n=5 on its own guards).
+    assert ("undid 3: evict 0/1  [f]\n  also evicted 0/2: compiled because edit 3 (evict "
+            "0/1) refused [0/1], whose own guards pass for that call") in text
+    assert re.search(r"\[0/2\] .*\(evicted at undo: the edits caused its compile\)", text), text
     assert plain.stdout.count("call n=") == 4
 
 
@@ -88,6 +93,67 @@ def test_keep_and_detach(tmp_path: Path) -> None:
     assert "cache edits kept: evict 0/0" in run.transcript + run.stdout + run.stderr
     run = run_dyndbg(SAMPLE, ["evict 0/0", "q"], tmp_path)
     assert "detaching undid the cache edits: evict 0/0" in run.transcript + run.stdout + run.stderr
+
+
+def test_undo_keeps_what_plain_python_compiles_too() -> None:
+    """Issue 23, item 4: undo evicts an entry compiled while calls fell through only
+    when the edits caused its compile (an edit refused an entry whose own guards pass);
+    one compiled because an entry's own guard failed stays, so that the calls after the
+    undo run and compile as in a run without the edit (a twin function, unedited)."""
+    run = run_plain(UNDO_RECOMPILE, "api")
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = _values(run.stdout)
+    # A: a guard that always holds, then a new length: [0/0]'s own size guard failed.
+    assert got["A retired"] == "[]" and len(ast.literal_eval(got["A kept"])) == 1, got
+    assert got["A ran"] == got["A twin ran"], got
+    assert got["A compiled"] == got["A twin compiled"] and got["A results"] == "True", got
+    # B: the evict alone made the call recompile: that entry goes, the first runs again.
+    assert len(ast.literal_eval(got["B retired"])) == 1 and got["B kept"] == "[]", got
+    assert got["B ran first again"] == "True"
+    # C: one compile of each kind in one edit's life, torch's reason naming the added
+    # guard for the second although [0/0]'s own size guard failed too.
+    retired, kept = ast.literal_eval(got["C retired"]), ast.literal_eval(got["C kept"])
+    assert len(retired) == len(kept) == 1 and retired != kept, got
+    assert got["C compiled after undo"] == "0" and got["C ran 7 by"] == kept[0], got
+    assert got["C entries not evicted"] == got["C twin entries"], got
+    assert got["C results"] == "True"
+
+
+def test_undo_says_when_no_guard_failure_was_recorded() -> None:
+    """Where torch records no guard failure for a compile, undo evicts the entry as it
+    did before it could tell, and says that it does not know why it was compiled."""
+    run = run_plain(UNDO_RECOMPILE, "unknown")
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = _values(run.stdout)
+    retired = ast.literal_eval(got["D retired"])
+    assert len(retired) == 1, got
+    assert got["D said"] == (f"also evicted {retired[0]}: compiled while calls fell through, "
+                             "and no guard failure was recorded for its compile: evicted as "
+                             "if the edits caused it (it may be there without them)")
+
+
+def test_undo_all_at_the_prompt_keeps_a_recompile_on_an_unedited_guard(tmp_path: Path) -> None:
+    """The example of issue 23: `guard add 0/0 x.shape[0] < 100` holds for every input;
+    a new length recompiles [0/1] on [0/0]'s own size guard. `undo all` keeps [0/1] and
+    says why; the third call runs it, and the program compiles what a plain run does."""
+    target = [str(UNDO_RECOMPILE), "cli"]
+    plain = run_plain(*target)
+    run = run_dyndbg(target, ["b f", "guard add 0/0 x.shape[0] < 100", "c", "undo all",
+                              "c", "c"], tmp_path)
+    no_traceback(run)
+    assert run.stdout == plain.stdout, (run.stdout, plain.stdout)    # entries compiled: 2
+    replies = segments(run.transcript)
+    assert [seg.command for seg in replies][:4] == ["b f", "guard add 0/0 x.shape[0] < 100",
+                                                    "c", "undo all"], run.transcript
+    assert stops_in(replies[2].output)[0]["label"] == "f [0/1]"    # compiled, edit active
+    undo = replies[3].output
+    assert undo[0] == "undid 1: guard add 0/0 x.shape[0] < 100  [f]", undo
+    assert undo[1].startswith("  kept 0/1: compiled because every entry failed a guard of "
+                              "its own ([0/0] ") and "size mismatch at index 0" in undo[1], undo
+    assert undo[1].endswith("; plain python compiles it too"), undo
+    assert len(undo) == 2 and "also evicted" not in run.transcript
+    after_undo = run.transcript.split("(dyndbg) undo all", 1)[1]
+    assert [stop["label"] for stop in stops_in(after_undo.splitlines())] == ["f [0/1]"]
 
 
 def test_bad_edits_are_one_line(tmp_path: Path) -> None:

@@ -2,9 +2,11 @@
 
 How each edit is made (see cache.py for the torch calls and why):
 - evict, guard add: a switch guard on the entry's live root. Undo turns the
-  switch off: the guard passes again. Entries compiled while calls fell through
-  are evicted when the last such edit of the function goes (they would not be
-  there without it, and torch tries the newest first): lookup is as before.
+  switch off: the guard passes again. When the last such edit of the function
+  goes, the entries compiled meanwhile whose compile the edits caused are evicted
+  (torch tries the newest first: left there, one would run instead); those compiled
+  because an entry's own guard failed stay, as plain python has them too
+  (compile_causes.py tells which from torch's recompile analysis).
 - force, guard drop, patch: the entry's replacement, a precompile entry that
   torch checks before the normal ones: (no guards | a filtered copy of the
   guards | the live guards, the entry's code patched or not). The function's
@@ -18,11 +20,13 @@ from typing import Callable
 
 from dyndbg.dynamo import cache, guard_walk, patching
 from dyndbg.dynamo.cache import CacheError, LiveEntry
-from dyndbg.dynamo.edit_records import (FALL_THROUGH, Edit, EditKind, Latch, Replacement,
-                                        Switch, cut_text, retired_text)
+from dyndbg.dynamo.compile_causes import CauseRecorder
+from dyndbg.dynamo.edit_records import (FALL_THROUGH, Cause, CompileCause, Edit, EditKind,
+                                        Latch, Replacement, Retired, Switch, cut_text,
+                                        fell_through_lines)
 from dyndbg.dynamo.guard_copy import without_guards
 
-__all__ = ["EDITS", "CacheEdits", "Edit", "EditKind", "retired_text"]
+__all__ = ["EDITS", "CacheEdits", "Edit", "EditKind", "fell_through_lines"]
 
 
 class CacheEdits:
@@ -35,7 +39,9 @@ class CacheEdits:
         self._installed: dict[int, int] = {}    # id(original) -> precompile entries of ours
         # id(original) -> its compile ids before its first active fall-through edit
         self._before_fall_through: dict[int, frozenset[str]] = {}
-        self._retired: list[tuple[types.CodeType, str]] = []   # evicted for good by an undo
+        # (original, why) of the entries an undo evicted for good
+        self._retired: list[tuple[types.CodeType, CompileCause]] = []
+        self._causes = CauseRecorder()          # why entries compiled while calls fell through
         self.keep = False                       # edits outlive the debugger session
         self.on_code = None
 
@@ -44,7 +50,9 @@ class CacheEdits:
         entry = cache.find(compile_id)
         self._note_entries(entry.original)
         switch = Switch()
-        cache.add_switch_guard(entry.guard_manager, switch, f"dyndbg: evicted ({compile_id})")
+        cache.add_switch_guard(entry.guard_manager,
+                               self._causes.guard(switch, entry.original, compile_id),
+                               f"dyndbg: evicted ({compile_id})")
         return self._add(Edit(0, EditKind.EVICT, entry.original, (compile_id,),
                               f"evict {compile_id}", switch=switch))
 
@@ -55,7 +63,8 @@ class CacheEdits:
         self._note_entries(original)
         switch = Switch()
         for entry in live:
-            cache.add_switch_guard(entry.guard_manager, switch,
+            cache.add_switch_guard(entry.guard_manager,
+                                   self._causes.guard(switch, original, entry.compile_id),
                                    f"dyndbg: evicted ({entry.compile_id})")
         ids = tuple(e.compile_id for e in live)
         return self._add(Edit(0, EditKind.EVICT, original, ids,
@@ -68,7 +77,9 @@ class CacheEdits:
         except SyntaxError as error:
             raise CacheError(f"not an expression: {error.msg}") from None
         self._note_entries(entry.original)
-        cache.add_switch_guard(entry.guard_manager, switch, f"dyndbg: {expression}")
+        cache.add_switch_guard(entry.guard_manager,
+                               self._causes.guard(switch, entry.original, compile_id),
+                               f"dyndbg: {expression}")
         return self._add(Edit(0, EditKind.GUARD_ADD, entry.original, (compile_id,),
                               f"guard add {compile_id} {expression}", switch=switch))
 
@@ -167,8 +178,11 @@ class CacheEdits:
             if edit.original is original and edit.kind is EditKind.EVICT \
                     and compile_id in edit.compile_ids:
                 return f"evicted by edit {edit.number}"
-        if any(o is original and c == compile_id for o, c in self._retired):
-            return "evicted: compiled while calls fell through"
+        for retired_of, cause in self._retired:
+            if retired_of is original and cause.compile_id == compile_id:
+                return ("evicted at undo: the edits caused its compile"
+                        if cause.cause is Cause.EDIT else
+                        "evicted at undo: compiled while calls fell through, no recorded reason")
         return None
 
     def forcing(self) -> bool:
@@ -187,8 +201,8 @@ class CacheEdits:
             message("dyndbg: detaching undid the cache edits: "
                     f"{'; '.join(e.text for e in undone)} ('keep' before detaching keeps them)")
             for edit in undone:
-                if edit.retired:
-                    message(f"dyndbg: {retired_text(edit)}")
+                for line in fell_through_lines(edit):
+                    message(f"dyndbg: {line}")
         except Exception as error:  # noqa: BLE001 - the program goes on regardless
             message(f"dyndbg: could not undo the cache edits: {error}")
 
@@ -196,6 +210,8 @@ class CacheEdits:
     def _add(self, edit: Edit) -> Edit:
         edit.number = self._next
         self._next += 1
+        if edit.switch is not None:
+            edit.switch.label = f"edit {edit.number} ({edit.text})"
         self.edits.append(edit)
         return edit
 
@@ -225,28 +241,35 @@ class CacheEdits:
         if not any(e.original is original and e.kind in FALL_THROUGH for e in self.edits):
             self._before_fall_through[id(original)] = frozenset(
                 e.compile_id for e in cache.entries_of(original))
+            self._causes.watch(original)
 
     def _retire_newer(self, edit: Edit) -> None:
-        """The last fall-through edit of a function is gone: evict the entries
-        compiled since the first (those no active edit names), so that the next
-        call runs what it would have run without them."""
+        """The last fall-through edit of a function is gone: of the entries compiled
+        since the first (those no active edit names), evict the ones the edits caused
+        (or that nothing says why were compiled), so that the next call runs what it
+        would have run without the edits; keep those plain python compiles too."""
         original = edit.original
         if edit.kind not in FALL_THROUGH or any(
                 e.original is original and e.kind in FALL_THROUGH for e in self.edits):
             return
+        judged = self._causes.take(original)
         before = self._before_fall_through.pop(id(original), None)
         if before is None:
             return
         named = {cid for e in self.edits if e.original is original for cid in e.compile_ids}
-        retired = []
+        fell_through = []
         for entry in cache.entries_of(original):
-            if entry.compile_id not in before and entry.compile_id not in named:
-                cache.add_switch_guard(entry.guard_manager, Switch(),
-                                       f"dyndbg: evicted ({entry.compile_id}), compiled "
-                                       "while calls fell through")
-                retired.append(entry.compile_id)
-                self._retired.append((original, entry.compile_id))
-        edit.retired = tuple(retired)
+            cid = entry.compile_id
+            if cid in before or cid in named:
+                continue
+            cause = judged.get(cid, CompileCause(cid, Cause.UNKNOWN, ""))
+            if cause.cause is not Cause.OWN:
+                cache.add_switch_guard(entry.guard_manager, Retired(),
+                                       f"dyndbg: evicted ({cid}), compiled while calls "
+                                       "fell through")
+                self._retired.append((original, cause))
+            fell_through.append(cause)
+        edit.fell_through = tuple(fell_through)
 
     def _live_forces(self) -> list[Edit]:
         return [e for e in self.edits if e.kind is EditKind.FORCE and not e.spent]

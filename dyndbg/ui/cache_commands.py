@@ -10,7 +10,7 @@ from typing import Iterator
 
 from dyndbg import cache as api
 from dyndbg.dynamo import cache
-from dyndbg.dynamo.edits import Edit, EditKind, retired_text
+from dyndbg.dynamo.edits import Edit, EditKind, fell_through_lines
 from dyndbg.ui.host import Host
 from dyndbg.ui.parsing import CommandError
 from dyndbg.ui.values import cut, summarize
@@ -160,7 +160,8 @@ class CacheCommands:
         """undo N | undo all
         Undo an edit (or all): the next call runs what would have run without
         it. When the last evict or guard add of a function goes, the entries
-        compiled while calls fell through are evicted too (and said)."""
+        compiled meanwhile because of the edits are evicted too; those compiled
+        because an entry's own guard failed stay (each said, with why)."""
         word = arg.strip()
         with _one_line():
             if word == "all":
@@ -173,8 +174,8 @@ class CacheCommands:
             self.host.write("no edits to undo")
         for edit in undone:
             self.host.write(f"undid {edit.describe()}")
-            if edit.retired:
-                self.host.write(f"  {retired_text(edit)}")
+            for line in fell_through_lines(edit):
+                self.host.write(f"  {line}")
 
     def do_keep(self, arg: str) -> None:
         """keep [off]
