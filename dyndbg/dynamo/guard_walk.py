@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass
+from typing import Callable
 
 from dyndbg.dynamo import versions
 
@@ -135,10 +136,16 @@ def walk(builder: TreeBuilder, root: object, frame_locals: tuple[bool, object]) 
         builder.leaf(leaf, "L", frame_locals, 1)
 
 
+# A leaf guard's result decided otherwise than by calling it: (kind, code) ->
+# (passed, reason), or None to call it (guards.py compares GLOBAL_STATE records).
+Judge = Callable[[str, str], "tuple[bool, str | None] | None"]
+
+
 class TreeBuilder:
-    def __init__(self, scope: GuardScope, reason: str | None) -> None:
+    def __init__(self, scope: GuardScope, reason: str | None, judge: Judge | None = None) -> None:
         self.scope = scope
         self.reason = reason
+        self.judge = judge
         self.reason_placed = False
         self.lines: list[GuardLine] = []
         # Relational guards met so far with their result; holds the guard objects
@@ -178,7 +185,10 @@ class TreeBuilder:
         hint = next((h for _, _, h in split if h), "")
         shown = code
         passed: bool | None = None
-        if not callable(leaf):     # RelationalGuard: spans several sources
+        judged = self.judge(kind, code) if self.judge is not None else None
+        if judged is not None:
+            passed = judged[0]
+        elif not callable(leaf):     # RelationalGuard: spans several sources
             seen = next((s for s in self._relational_seen if s[0] is leaf), None)
             if seen is not None:
                 _, code, passed = seen
@@ -194,7 +204,10 @@ class TreeBuilder:
                 passed = None
         line = GuardLine(f"{kind}: {shown}", passed, depth, comment, source=source, guard=leaf,
                          code=code, hint=hint)
-        if self.reason is not None and not self.reason_placed and passed is not True \
+        if judged is not None and judged[1] is not None:
+            line.reason = judged[1]
+            self.reason_placed = self.reason_placed or judged[1] == self.reason
+        elif self.reason is not None and not self.reason_placed and passed is not True \
                 and self._is_reported(kind, parts, source, passed):
             line.passed, line.reason, self.reason_placed = False, self.reason, True
         self._add(line)

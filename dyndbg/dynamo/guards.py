@@ -23,15 +23,22 @@ its code. Where that is impossible (a source or code that does not evaluate) its
 line says `passed=None`, unless the whole tree passes (then every guard did). Torch's own
 check_verbose reason is attached to the guard it names. If the tree cannot be
 walked at all, guard_tree falls back to str(guard_manager) plus that reason.
+
+Every entry is evaluated in the torch state of the call that ran (`running`), as
+that entry's GLOBAL_STATE guard recorded it, not the process's state now, which
+differs after the fact (post mortem, `up`): see call_state.py.
 """
 from __future__ import annotations
 
+import contextlib
 import types
 from dataclasses import dataclass, field
+from typing import Iterator, NamedTuple
 
-from dyndbg.dynamo import versions
+from dyndbg.dynamo import call_state, versions
 from dyndbg.dynamo.versions import torch_version
-from dyndbg.dynamo.guard_walk import GuardLine, GuardScope, TreeBuilder, code_only, managers, walk
+from dyndbg.dynamo.guard_walk import (GuardLine, GuardScope, Judge, TreeBuilder, code_only,
+                                      managers, walk)
 
 
 def _unavailable(what: str) -> str:
@@ -183,12 +190,16 @@ def _explain(original_code: types.CodeType, transformed_code: types.CodeType,
         return EntryExplanation(None, note=entries)
     running = _running_entry(entries, transformed_code)
     explanation = EntryExplanation(_compile_id(running) if running is not None else None)
+    call = _call_of(running, f_locals)
     for entry in entries:
         if entry is running:
             continue
         cid = _compile_id(entry) or "?"
         try:
-            outcome = _check_verbose(entry, f_locals)
+            with _in_state_of(call):
+                outcome = _check_verbose(entry, f_locals)
+            # A process-wide setting changed since: torch's reason is all there is.
+            outcome = _against_call(entry, outcome, call) or outcome
         except Exception as error:  # noqa: BLE001
             explanation.rejected.append((cid, f"guards not evaluable: {error}"))
             continue
@@ -202,21 +213,26 @@ def _explain(original_code: types.CodeType, transformed_code: types.CodeType,
 
 
 def guard_tree(original_code: types.CodeType, transformed_code: types.CodeType,
-               f_locals: dict) -> list[GuardLine] | str:
-    """The running entry's guards, each evaluated on `f_locals` where possible.
+               f_locals: dict, running: types.CodeType | None = None) -> list[GuardLine] | str:
+    """The guards of the entry whose code is `transformed_code`, each evaluated on
+    `f_locals` where possible.
 
     `f_locals` maps every name the guards read as `L[...]`: the arguments, and the
-    free variables too (as `frame.f_locals` gives them). A str explains why there
-    is no tree (no such entry, or an older torch).
+    free variables too (as `frame.f_locals` gives them). `running`: the code the
+    call ran (the running entry's, `transformed_code` itself when that is the one
+    shown); the guards are then evaluated in that call's torch state (grad mode,
+    autocast, inference mode) as that entry recorded it, not the process's now.
+    Without it, in the process's state now. A str explains why there is no tree
+    (no such entry, or an older torch).
     """
     try:
-        return _guard_tree(original_code, transformed_code, f_locals)
+        return _guard_tree(original_code, transformed_code, f_locals, running)
     except Exception as error:  # noqa: BLE001
         return f"guards not available with torch {torch_version()}: {error}"
 
 
 def _guard_tree(original_code: types.CodeType, transformed_code: types.CodeType,
-                f_locals: dict) -> list[GuardLine] | str:
+                f_locals: dict, running: types.CodeType | None) -> list[GuardLine] | str:
     entries = _raw_entries(original_code)
     if isinstance(entries, str):
         return entries
@@ -226,17 +242,21 @@ def _guard_tree(original_code: types.CodeType, transformed_code: types.CodeType,
     root = _root(entry)
     if root is None:
         return _unavailable("the guard tree")
-    try:
-        outcome = _check_verbose(entry, f_locals)
-    except Exception:  # noqa: BLE001
-        outcome = None
-    reason = outcome[1] if outcome and not outcome[0] else None
-    try:
-        builder = TreeBuilder(GuardScope(entry.guard_manager, f_locals), reason)
-        walk(builder, root, (True, f_locals))
-    except Exception as error:  # noqa: BLE001 - fall back to torch's own printout
-        return (f"guards not evaluable individually with torch {torch_version()} ({error}):\n"
-                f"{entry.guard_manager}\noverall: {reason or 'pass'}")
+    ran = _running_entry(entries, running) if running is not None else None
+    call = _call_of(ran, f_locals) if ran is not None else None
+    with _in_state_of(call):
+        try:
+            outcome = _against_call(entry, _check_verbose(entry, f_locals), call)
+        except Exception:  # noqa: BLE001
+            outcome = None
+        reason = outcome[1] if outcome and not outcome[0] else None
+        try:
+            builder = TreeBuilder(GuardScope(entry.guard_manager, f_locals), reason,
+                                  _judge(call))
+            walk(builder, root, (True, f_locals))
+        except Exception as error:  # noqa: BLE001 - fall back to torch's own printout
+            return (f"guards not evaluable individually with torch {torch_version()} "
+                    f"({error}):\n{entry.guard_manager}\noverall: {reason or 'pass'}")
     if outcome is not None and outcome[0]:
         # The whole tree passed, so every guard in it did, even those that cannot
         # be called on their own.
@@ -245,4 +265,100 @@ def _guard_tree(original_code: types.CodeType, transformed_code: types.CodeType,
                 line.passed = True
     if reason is not None and not builder.reason_placed:
         builder.lines.insert(0, GuardLine(f"check_verbose: {reason}", False, 0, reason=reason))
+    if call is not None and call.differs:
+        builder.lines.insert(0, GuardLine(
+            f"(evaluated in the torch state of this call, as [{call.compile_id}] recorded "
+            f"it: it differs now in {', '.join(call.differs)})", None, 0))
     return builder.lines
+
+
+# -- the call's torch state (call_state.py) ------------------------------------------------
+
+class _Call(NamedTuple):
+    """Torch's state at the call: what the entry that ran recorded."""
+
+    compile_id: str
+    record: dict                 # its GLOBAL_STATE record
+    inference: bool | None       # inference mode at the call, where it is not as now
+    differs: list[str]           # what is not as now (for the note)
+
+
+def _global_record(entry: object) -> dict | None:
+    root = _root(entry)
+    for leaf in root.get_leaf_guards() if root is not None else []:  # type: ignore[attr-defined]
+        if type(leaf).__name__ == "GLOBAL_STATE":
+            parts = [code_only(str(p)) for p in leaf.verbose_code_parts()]
+            return call_state.recorded(parts[0]) if parts else None
+    return None
+
+
+def _call_of(ran: object | None, f_locals: dict) -> _Call | None:
+    """The running entry's record as the call's state; inference mode (not in the
+    record) as the setting under which that entry's own guards pass, since they
+    passed at the call. None where there is no record (evaluate as now)."""
+    record = _global_record(ran) if ran is not None else None
+    if record is None:
+        return None
+    now = call_state.inference_now()
+    candidates: list[bool | None] = [None]
+    if now is not None and (now or record.get("grad_mode") is False):
+        candidates.append(not now)      # inference mode implies grad mode off
+    inference = None
+    for candidate in candidates:
+        with call_state.applied(record, candidate) as matches:
+            passed = matches and _passes(ran, f_locals)
+        if passed:
+            inference = candidate
+            break
+    actual = call_state.current() or {}
+    differs = call_state.changed(record, actual)
+    if inference is not None:
+        differs.append("inference_mode")
+    return _Call(_compile_id(ran) or "?", record, inference, differs)
+
+
+def _passes(entry: object, f_locals: dict) -> bool:
+    try:
+        outcome = _check_verbose(entry, f_locals)
+    except Exception:  # noqa: BLE001
+        return False
+    return outcome is not None and outcome[0]
+
+
+@contextlib.contextmanager
+def _in_state_of(call: _Call | None) -> Iterator[None]:
+    if call is None:
+        yield
+        return
+    with call_state.applied(call.record, call.inference):
+        yield
+
+
+def _against_call(entry: object, outcome: tuple[bool, str] | None,
+                  call: _Call | None) -> tuple[bool, str] | None:
+    """check_verbose's outcome, unless it stopped at GLOBAL_STATE, which it checks
+    against the process now: a process-wide setting changed since the call is no
+    failure of the call (the GLOBAL_STATE line says what differs from the call)."""
+    if call is None or outcome is None or outcome[0] or \
+            not outcome[1].startswith("GLOBAL_STATE"):
+        return outcome
+    changes = call_state.changed(_global_record(entry) or {}, call.record)
+    if changes:
+        return False, f"GLOBAL_STATE changed: {', '.join(changes)}"
+    return None      # the rest of the tree was not checked
+
+
+def _judge(call: _Call | None) -> Judge | None:
+    """GLOBAL_STATE guards compared with the call's record rather than called."""
+    if call is None:
+        return None
+
+    def judge(kind: str, code: str) -> tuple[bool, str | None] | None:
+        if kind != "GLOBAL_STATE":
+            return None
+        record = call_state.recorded(code)
+        if record is None:
+            return None
+        changes = call_state.changed(record, call.record)
+        return (False, f"GLOBAL_STATE changed: {', '.join(changes)}") if changes else (True, None)
+    return judge
