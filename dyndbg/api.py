@@ -14,6 +14,7 @@ from typing import NamedTuple, TextIO
 import torch
 
 from dyndbg import attach as _attach
+from dyndbg.engine.breakpoints import Breakpoint, Location
 from dyndbg.engine.codeinfo import Instr
 from dyndbg.engine.debugger import DyndbgQuit, Engine
 
@@ -73,6 +74,21 @@ class GeneratedView(NamedTuple):
     instructions: tuple[Instr, ...]  # indexed as `ll` shows and `b INDEX` takes them
 
 
+class LocationView(NamedTuple):
+    """One place a breakpoint resolved to (gdb's `N.M`, as `b` lists it): a code
+    object it arms, or for torch's markers (breakpoint 0) one marker in it."""
+
+    number: str                      # "1.2": breakpoint 1, its second place
+    where: str                       # as `b` lists it: `f [0/1]`, `f [0/0] instr 12`
+    function: str                    # the compiled function, or the resume function
+    compile_id: str | None           # "0/1" as in TORCH_LOGS
+    code: types.CodeType
+    instructions: tuple[int, ...]    # the indexes armed there (`ll` marks them B1, `B1?`)
+    lines: tuple[int, ...]           # their source lines, in that order, each once
+    enabled: bool                    # `disable 1.2` turns one place off
+    hits: int                        # times reached there
+
+
 class BreakpointView(NamedTuple):
     number: int
     kind: str                        # "break", "tbreak" or "catch"
@@ -80,6 +96,7 @@ class BreakpointView(NamedTuple):
     enabled: bool
     condition: str | None
     hits: int
+    locations: tuple[LocationView, ...] = ()   # its places, in the order they resolved
 
 
 class debug:
@@ -118,11 +135,38 @@ class debug:
                 for entry in self.engine.registry.entries()]
 
     def breakpoints(self) -> list[BreakpointView]:
+        """The breakpoints, by number: `number`, `kind`, `location` (as `b` lists
+        it), `enabled`, `condition`, `hits`, and `locations`: each place it
+        resolved to as a LocationView (`number` "1.2", `where`, `function`,
+        `compile_id`, `code`, `instructions` armed there as `ll` indexes them,
+        their `lines`, `enabled`, `hits`), in the order they resolved; a
+        catchpoint or a pending breakpoint has none."""
         if self.engine is None:
             return []
         return [BreakpointView(bp.number, bp.kind, bp.target.describe(), bp.enabled,
-                               bp.condition, bp.hits)
+                               bp.condition, bp.hits,
+                               tuple(_location_view(self.engine, bp, loc)
+                                     for loc in bp.locations))
                 for bp in self.engine.breakpoints]
+
+
+def _location_view(engine: Engine, bp: Breakpoint, location: Location) -> LocationView:
+    entry = engine.registry.get(location.code)
+    instrs: list[Instr] = []
+    if entry is not None:
+        info = engine.info_for(entry)
+        armed = engine.breakpoints.at_code(entry, info)
+        for offset in sorted(armed):
+            if any(b is bp for b in armed[offset]) and \
+                    bp.location_at(location.code, offset) is location:
+                instr = info.at_offset(offset)
+                if instr is not None:
+                    instrs.append(instr)
+    lines = tuple(dict.fromkeys(i.line for i in instrs if i.line is not None))
+    return LocationView(f"{bp.number}.{location.number}", location.where,
+                        entry.function if entry is not None else location.code.co_name,
+                        entry.compile_id if entry is not None else None, location.code,
+                        tuple(i.index for i in instrs), lines, location.enabled, location.hits)
 
 
 def post_mortem(t: types.TracebackType | BaseException | None = None) -> None:
