@@ -105,8 +105,8 @@ def step_every_instruction(script: Path, reference: Run, tmp_path: Path,
     point must list the stack seen live there."""
     # Wide enough that no value is cut: a cut hides where a recorded value
     # differs (a closure cell inside a list, shown empty, was cut off).
-    commands = ["set width 2000", f"display {ORACLE}", f"display {EXPECTED_PUSH}", f"display {TOP_ID}",
-                f"display {DEPTH}", f"display {STORED_ID}"]
+    commands = ["set width 100000", f"display {ORACLE}", f"display {EXPECTED_PUSH}",
+                f"display {TOP_ID}", f"display {DEPTH}", f"display {STORED_ID}"]
     commands += ["stack", "locals", "s"] * STEPS
     options, env = [], None
     if walk_back:
@@ -157,7 +157,8 @@ _CUT = re.compile(r"… \(\d+ chars\)$")
 _SUMMARY = re.compile(r"<[\w.]+ object at 0x\?>|\w+\(…\)|\(not copied|\(a tensor subclass"
                       r"|^ +\d+ +\w+ +<\w+ of \d+ items>$")
 
-_NESTED_SUMMARY = re.compile(r"<\w+ of \d+ items>")
+# In a container: one too large or too deep, an object kept as its type.
+_NESTED_SUMMARY = re.compile(r"<\w+ of \d+ items>|<[\w.]+ object at 0x\?>")
 
 
 def _comparable(line: str) -> str:
