@@ -145,7 +145,7 @@ class DynamoCommands:
         targets = [e.code for e in entries] if arg.strip() == "all" else [running_code]
         for code in targets:
             compile_id = next((e.compile_id for e in entries if e.code is code), "?")
-            tree = guards.guard_tree(entry.original, code, frame_locals)
+            tree = guards.guard_tree(entry.original, code, frame_locals, running=running_code)
             running = " (running)" if code is running_code else ""
             host.write(f"guards of [{compile_id}]{running}, against this call's inputs:")
             if isinstance(tree, str):
