@@ -505,6 +505,93 @@ def test_pty_no_color_uses_plain_input(tmp_path: Path) -> None:
     assert not history.exists(), "plain mode has no prompt-toolkit history"
 
 
+TYPED_AHEAD = ROOT / "tests" / "programs" / "typed_ahead.py"
+
+
+@pytest.mark.parametrize("mode", ["prompt-toolkit", "plain"])
+def test_pty_keys_typed_while_the_program_runs(tmp_path: Path, mode: str) -> None:
+    """Keys typed before a prompt shows wait in the terminal, as for pdb: typed
+    while torch imports they run at the first stop, typed after `c` at the next
+    one, and a line typed past the command that resumes the program is the
+    program's own input()'s (prompt-toolkit read it along with the `c`)."""
+    env = _env(tmp_path / "home", TERM="xterm-256color", DYNDBG_HISTORY="",
+               NO_COLOR="1" if mode == "plain" else None)
+    ready = Terminal.READY if mode == "prompt-toolkit" else re.escape(PROMPT)
+    term = Terminal([str(TYPED_AHEAD.relative_to(ROOT))], env)
+    term.child.send("p 'typed' + 'ahead'\r")     # as Python starts: long before the first stop
+    term.expect(r"'typedahead'")
+    term.expect(ready)
+    term.keys("b f\r")
+    term.expect(r"Breakpoint 1 at f \(resolved")
+    term.expect(ready)
+    term.keys("c\r")
+    term.expect("pause 1")                       # the program sleeps before its next call
+    term.child.send("p 'while' + 'running'\r")
+    term.expect(r"'whilerunning'")
+    term.expect(ready)
+    term.keys("c\r")
+    term.expect("pause 2")
+    term.child.send("c\rhello\r")                # at the next stop `c`, then the program's answer
+    term.expect(r"answer: 'hello'")
+    term.expect(ready)
+    term.keys("c\r")
+    term.expect(r"done \[4\.0, 4\.0, 4\.0\]")
+    status = term.finish()
+    text = term.text()
+    assert status == 0, text[-3000:]
+    # Each was typed while the program ran: the terminal echoed it before the stop.
+    assert text.index("p 'typed' + 'ahead'") < text.index("dyndbg: stopped"), text[:3000]
+    assert text.index("p 'while' + 'running'") < text.index("Breakpoint 1 at f, hit 1"), text
+    assert text.index("hello") < text.index("Breakpoint 1 at f, hit 2"), text
+    assert "Breakpoint 1 at f, hit 3" in text, text[-3000:]
+    assert "is not defined" not in text and "Traceback" not in text, text[-3000:]
+
+
+def test_pty_ctrl_c_at_the_prompt_and_while_running(tmp_path: Path) -> None:
+    """With the terminal read a line at a time, Ctrl-C is still a key at the prompt
+    (the line is cleared) and a signal while the program runs (a stop)."""
+    env = _env(tmp_path / "home", TERM="xterm-256color", DYNDBG_HISTORY="")
+    term = Terminal(["tests/programs/interrupt_between.py"], env)
+    term.expect(Terminal.READY)
+    term.keys("junk", CTRL_C)
+    term.expect(Terminal.READY)
+    term.keys("p 'after' + 'ctrl-c'\r")
+    term.expect(r"'afterctrl-c'")
+    term.expect(Terminal.READY)
+    term.keys("c\r")
+    term.expect("looping")
+    term.keys(CTRL_C)
+    term.expect(r"Stopped at the first generated code since Ctrl-C")
+    term.expect(Terminal.READY)
+    term.keys("q\r")
+    term.expect("quitting")
+    assert term.finish() == 0
+    text = term.text()
+    assert "junk" not in text[text.index("'afterctrl-c'"):], text[-3000:]   # never run
+    assert "***" not in text, text[-3000:]
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text[-3000:]
+
+
+def test_piped_commands_after_the_program_reads_stdin(tmp_path: Path) -> None:
+    """stdin a pipe: the program's input() takes input ahead into sys.stdin's text
+    buffer; the commands after its line still run, in order."""
+    commands = ["b f", "c", "c", "c", "hello", "p 'after' + 'answer'", "c"]
+    proc = subprocess.run([sys.executable, "-m", "dyndbg", str(TYPED_AHEAD), "0"],
+                          input="".join(c + "\n" for c in commands), capture_output=True,
+                          text=True, cwd=ROOT, env=_env(tmp_path / "home"), timeout=TIMEOUT)
+    out = proc.stdout
+    assert "Traceback" not in out + proc.stderr, proc.stderr[-3000:]
+    assert "end of input" not in out, out[-3000:]
+    lines = out.splitlines()
+    answered = [i for i, line in enumerate(lines) if line.endswith("answer: 'hello'")]
+    assert answered, out[-3000:]
+    after = answered[0]
+    assert "Breakpoint 1 at f, hit 3" in lines[after:], out[-3000:]
+    asked = lines.index(PROMPT + "p 'after' + 'answer'")
+    assert asked > after and lines[asked + 1] == "'afteranswer'", out[-3000:]
+    assert lines[-1] == "done [4.0, 4.0, 4.0]" and proc.returncode == 0, out[-3000:]
+
+
 # -- 5, 6. plain mode (stdin a pipe), sticky, set width -------------------------------------
 
 PLAIN_COMMANDS = [

@@ -30,6 +30,10 @@ class ScriptedReader:
             raw = getattr(self.stream, "buffer", None)
             line = raw.readline().decode("utf-8", "surrogateescape") if raw is not None \
                 else self.stream.readline()
+            if not line and raw is not None:
+                # The program's own reads of sys.stdin (input()) take a chunk into
+                # its text buffer, out of the bytes: lines left there are still to come.
+                line = self.stream.readline()
         except (OSError, ValueError) as error:
             self.write(f"{prompt}\n*** cannot read input ({type(error).__name__}); detaching")
             return None

@@ -35,6 +35,15 @@ if TYPE_CHECKING:
     from dyndbg.engine.debugger import Engine
 
 
+def _line_terminal_io() -> tuple:
+    """The terminal read a line at a time (typeahead.py), or prompt-toolkit's own."""
+    try:
+        from dyndbg.ui.typeahead import line_terminal_io
+    except ImportError:   # no termios: not a POSIX system
+        return None, None
+    return line_terminal_io()
+
+
 class Session:
     prompt = "(dyndbg) "
 
@@ -62,7 +71,7 @@ class Session:
         if self.color:
             from dyndbg.ui.completion import DebuggerCompleter  # loads prompt-toolkit
             self.reader = PromptReader(self.write, DebuggerCompleter(self), self.toolbar_text,
-                                       *(terminal_io or (None, None)))
+                                       *(terminal_io or _line_terminal_io()))
         elif terminal:
             self.reader = TerminalReader(self.write)
         else:
