@@ -1,14 +1,19 @@
 """Ctrl-C, as in pdb: the first one while the program runs stops at the next
 generated instruction to run (in the frame it landed in, if that is generated
 code); a second one before that stop is the program's KeyboardInterrupt, as
-without dyndbg."""
+without dyndbg.
+
+Python runs signal handlers in the main thread only: a Ctrl-C while the
+program runs stops at the next generated instruction of any thread; one
+while dyndbg is stopped in another thread (its prompt, or a breakpoint
+condition there) is not the main thread's to take, and is ignored."""
 from __future__ import annotations
 
 import signal
-import threading
 import types
 from typing import Callable, Protocol
 
+from dyndbg.engine.threads import engine_busy_elsewhere, in_main_thread
 from dyndbg.ownframes import is_own_frame
 
 
@@ -31,18 +36,25 @@ class Interrupts:
 
     def install(self) -> None:
         """Only in the main thread, and only over Python's default handler."""
-        if threading.current_thread() is threading.main_thread() and \
-                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        if in_main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.signal(signal.SIGINT, self.on_sigint)
             self._installed = True
 
     def restore(self) -> None:
-        if self._installed and signal.getsignal(signal.SIGINT) == self.on_sigint:
+        """Python's handler again. Only the main thread may set it: detached from
+        another thread, ours stays and acts as Python's (on_sigint)."""
+        if self._installed and in_main_thread() and \
+                signal.getsignal(signal.SIGINT) == self.on_sigint:
             signal.signal(signal.SIGINT, signal.default_int_handler)
-        self._installed = False
+            self._installed = False
 
     def on_sigint(self, signum: int, frame: types.FrameType | None) -> None:
         target = self._target
+        if (target.at_prompt or target.in_condition) and not target.detached \
+                and engine_busy_elsewhere():
+            doing = "stopped" if target.at_prompt else "evaluating a breakpoint condition"
+            self._message(f"dyndbg: Ctrl-C ignored: dyndbg is {doing} in another thread")
+            return
         if target.detached or target.at_prompt or target.in_condition or self.pending:
             self.pending = False
             signal.default_int_handler(signum, frame)  # KeyboardInterrupt, as without dyndbg

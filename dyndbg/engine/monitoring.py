@@ -16,6 +16,11 @@ Frames that ran traced and have not returned (a frame being stepped when the
 user continues) keep their code's PY_RETURN and exception delivery until
 they return, as settrace keeps tracing such a frame: an exception raised
 there after `continue` still stops.
+
+sys.monitoring is global: generated code gets its events in every thread,
+those started before dyndbg included. Events reach the engine under
+threads.ENGINE_LOCK; a Ctrl-C caught in torch's callback is raised in the
+main thread only, as Python raises it.
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ from dyndbg.cpython.tracing import CALL_EVENT_MISSES_FUNCTION_EX, function_ex_ca
 from dyndbg.dynamo import GeneratedCode, is_resume_name
 from dyndbg.engine.control import PASSES_THROUGH
 from dyndbg.engine.modes import CodeNeeds, TraceLevel
+from dyndbg.engine.threads import ENGINE_LOCK, in_main_thread
 from dyndbg.engine.tracer import EventSink
 
 _M = sys.monitoring
@@ -108,7 +114,7 @@ class MonitoringTracer:
     def code_starting(self, code: types.CodeType) -> None:
         if not self._started:
             return
-        if self.hooks.interrupt_pending:
+        if self.hooks.interrupt_pending and in_main_thread():
             # A Ctrl-C caught in torch's C callback, where raising would abort
             # the process: PY_START delivers it as the frame starts.
             traced = self._traced.get(id(code))
@@ -197,13 +203,12 @@ class MonitoringTracer:
             _M.set_events(self._tool, wanted)
 
     def _returned(self, code: types.CodeType, offset: int) -> types.FrameType:
-        """The traced frame of `code` returning at `offset`: the innermost one
-        started (no frame lookup in the common case). Its code may need fewer
-        events once its last live frame is gone."""
+        """The traced frame of `code` returning at `offset`. Its code may need
+        fewer events once its last live frame is gone."""
         running = self._running.get(id(code))
-        frame = running[-1] if running else None
-        if frame is None or frame.f_lasti != offset:
-            frame = sys._getframe(2)      # the returning frame, under this callback's caller
+        # The returning frame, under this callback's caller (the innermost one
+        # started may be another thread's, at the same offset).
+        frame = sys._getframe(2)
         if running:
             for k in range(len(running) - 1, -1, -1):
                 if running[k] is frame:
@@ -229,11 +234,12 @@ class MonitoringTracer:
                 self._disabled = True
                 return DISABLE  # until the policy changes
         try:
-            if not sink.detached:
-                frame = sys._getframe(1)
-                if CALL_EVENT_MISSES_FUNCTION_EX:
-                    self._before_function_ex(code, offset, frame)
-                sink.on_instruction(frame)
+            with ENGINE_LOCK:   # waits while dyndbg is stopped in another thread
+                if not sink.detached:
+                    frame = sys._getframe(1)
+                    if CALL_EVENT_MISSES_FUNCTION_EX:
+                        self._before_function_ex(code, offset, frame)
+                    sink.on_instruction(frame)
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
         return None
@@ -257,15 +263,18 @@ class MonitoringTracer:
                 self._watch_callee(site.function)
 
     def _on_start(self, code: types.CodeType, offset: int) -> None:
-        if self.hooks.interrupt_pending:
+        if self.hooks.interrupt_pending and in_main_thread():
             self.hooks.interrupt_pending = False
             raise KeyboardInterrupt
         if self.sink.detached or id(code) not in self._generated:
             return
         try:
-            frame = sys._getframe(1)
-            self._running.setdefault(id(code), []).append(frame)
-            self.sink.on_frame_start(frame)
+            with ENGINE_LOCK:
+                if self.sink.detached:
+                    return
+                frame = sys._getframe(1)
+                self._running.setdefault(id(code), []).append(frame)
+                self.sink.on_frame_start(frame)
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
 
@@ -273,9 +282,12 @@ class MonitoringTracer:
         if self.sink.detached:
             return
         try:
-            frame = self._returned(code, offset)
-            self.sink.on_return(frame, value)
-            self.sink.on_idle()   # a normal return: any exception we stopped at was handled
+            with ENGINE_LOCK:
+                if self.sink.detached:
+                    return
+                frame = self._returned(code, offset)
+                self.sink.on_return(frame, value)
+                self.sink.on_idle()   # a normal return: any exception we stopped at was handled
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
 
@@ -310,7 +322,9 @@ class MonitoringTracer:
             return   # a global event: most raises are in code that is not ours
         self.events["exception"] += 1
         try:
-            self.sink.on_exception(sys._getframe(1), exc)
+            with ENGINE_LOCK:
+                if not self.sink.detached:
+                    self.sink.on_exception(sys._getframe(1), exc)
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
 
@@ -325,12 +339,19 @@ class MonitoringTracer:
             return
         try:
             frame = sys._getframe(1)
-            if running:
-                self._returned(code, frame.f_lasti)
-                sink.on_return(frame)
             caller = frame.f_back
-            if self.policy.failed_calls and caller is not None and id(caller.f_code) in self._generated:
-                sink.on_call_failed(caller)
+            failed_call = self.policy.failed_calls and caller is not None and \
+                id(caller.f_code) in self._generated
+            if not running and not failed_call:
+                return   # not ours: no wait for the engine (any thread's code unwinds here)
+            with ENGINE_LOCK:
+                if sink.detached:
+                    return
+                if running:
+                    self._returned(code, frame.f_lasti)
+                    sink.on_return(frame)
+                if failed_call:
+                    sink.on_call_failed(caller)
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
 

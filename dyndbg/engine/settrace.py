@@ -10,11 +10,19 @@ and the frame is released past its last armed instruction. The global trace
 is removed when the last traced frame returns; ordinary frames called from a
 traced frame see one 'call' event and are not traced; while dynamo compiles,
 tracing is suspended.
+
+sys.settrace is per thread: the callback runs in the thread about to run the
+code and installs the trace there, so whether it is installed, suspended and
+how many traced frames run are the thread's own (`_ThreadState`). Without
+the callback, threading.settrace gives the global trace to the threads
+started after dyndbg (threads already running are not reached on 3.11).
+Events reach the engine under threads.ENGINE_LOCK.
 """
 from __future__ import annotations
 
 import collections
 import sys
+import threading
 import types
 
 from dyndbg.cpython.tracing import prepare_settrace
@@ -23,7 +31,17 @@ from dyndbg.dynamo.registry import RESUME_PREFIXES
 from dyndbg.engine.breakpoints import ArmingPlan
 from dyndbg.engine.control import PASSES_THROUGH
 from dyndbg.engine.modes import TraceLevel
+from dyndbg.engine.threads import ENGINE_LOCK, in_main_thread
 from dyndbg.engine.tracer import EventSink
+
+
+class _ThreadState(threading.local):
+    """What sys.settrace keeps per thread (class attributes: each thread's start)."""
+
+    installed = False          # the global trace is set in this thread, by us
+    suspended = 0              # dynamo compiles in this thread
+    frames = 0                 # this thread's frames in `active`
+    line_handled: tuple[int, int] | None = None  # (id(frame), f_lasti) of a line event
 
 
 class SettraceTracer:
@@ -35,28 +53,35 @@ class SettraceTracer:
         self.policy = sink.policy
         self.hooks = sink.hooks
         self.events: collections.Counter[str] = collections.Counter()
-        self.active: list[types.FrameType] = []        # live traced generated frames
+        self.active: list[types.FrameType] = []        # live traced generated frames, all threads
         self._generated = sink.registry.by_id          # for the hot paths
-        self._tracing = False
-        self._suspended = 0
+        self._thread = _ThreadState()
+        self._new_threads = False                      # threading.settrace is ours
         self._levels: dict[int, TraceLevel] = {}       # id(code) -> level after continue
         self._tracers: dict[int, tuple] = {}           # id(code) -> (ArmingPlan, line tracer)
         self._cache_version: object = None             # the policy's version of both
-        self._line_handled: tuple[int, int] | None = None  # (id(frame), f_lasti) of a line event
         self._line_tracer_shielded = False
 
     # -- the Tracer interface ---------------------------------------------------
     def start(self) -> None:
         prepare_settrace()
-        self.hooks.shield(self._global_trace, self._local_trace, self._callee_trace)
+        self.hooks.shield(self._global_trace, self._local_trace, self._callee_trace,
+                          self._new_thread_trace)
         if not self.hooks.has_callback:
             self._install()
+            # No callback to install the trace where generated code is about to run:
+            # every thread started from now on gets it as it starts.
+            threading.settrace(self._new_thread_trace)
+            self._new_threads = True
 
     def stop(self) -> None:
-        if self._tracing:
-            self._tracing = False
-            sys.settrace(None)
-        for frame in self.active:
+        """In this thread now; other threads drop the global trace at their next
+        event that reaches dyndbg (`_global_trace`, `_dispatch`)."""
+        if self._new_threads:
+            self._new_threads = False
+            threading.settrace(None)  # type: ignore[arg-type]
+        self._uninstall()
+        for frame in list(self.active):
             frame.f_trace = None
             frame.f_trace_opcodes = False
         self.active.clear()
@@ -67,10 +92,10 @@ class SettraceTracer:
     def code_starting(self, code: types.CodeType) -> None:
         """Tracing goes on only if a stop is possible in this code (or in a
         resume function it calls)."""
-        if self.hooks.interrupt_pending:
+        if self.hooks.interrupt_pending and in_main_thread():
             self._install()  # its call event delivers the deferred interrupt
             return
-        if self._tracing:
+        if self._thread.installed:
             return
         if self.policy.stepping:
             self._install()
@@ -93,8 +118,10 @@ class SettraceTracer:
                 entry = self._generated.get(id(frame.f_code))
                 if entry is None or self.policy.trace_level(entry, frame) is TraceLevel.NONE:
                     continue
-                self.active.append(frame)
-        for frame in self.active:
+                self._add(frame)
+        # Other threads' traced frames too: their trace is installed (a frame
+        # of a thread without it would get no event, armed or not).
+        for frame in list(self.active):
             entry = self.sink.registry.get(frame.f_code)
             if entry is not None:
                 self._arm_frame(frame, entry,
@@ -104,33 +131,50 @@ class SettraceTracer:
         pass  # a frame that stops is traced: its return event comes
 
     def step_into(self, frames: list[types.FrameType]) -> None:
-        for frame in frames:
+        for frame in frames:    # this thread's (set_trace, Ctrl-C in the main thread)
             if not any(frame is a for a in self.active):
-                self.active.append(frame)
+                self._add(frame)
             self._arm_frame(frame, self._generated[id(frame.f_code)], TraceLevel.EVERY)
         if frames or not self.hooks.has_callback:
             self._install()  # else the C callback installs it when generated code starts
 
     def suspend(self) -> None:
-        self._suspended += 1
-        if self._tracing and sys.gettrace() == self._global_trace:
+        """Dynamo compiles in this thread (the others run on, traced)."""
+        thread = self._thread
+        thread.suspended += 1
+        if thread.installed and sys.gettrace() == self._global_trace:
             sys.settrace(None)
 
     def resume(self) -> None:
-        self._suspended = max(0, self._suspended - 1)
-        if self._tracing and not self._suspended:
+        thread = self._thread
+        thread.suspended = max(0, thread.suspended - 1)
+        if thread.installed and not thread.suspended:
             sys.settrace(self._global_trace)
 
-    # -- installing and arming ------------------------------------------------------
+    # -- installing and arming (in the current thread) -------------------------------
     def _install(self) -> None:
-        if not self._tracing and not self._suspended:
-            self._tracing = True
+        thread = self._thread
+        if not thread.installed and not thread.suspended:
+            thread.installed = True
             sys.settrace(self._global_trace)
+
+    def _uninstall(self) -> None:
+        if self._thread.installed:
+            self._thread.installed = False
+            sys.settrace(None)
 
     def _maybe_remove(self) -> None:
-        if not self.active and self.hooks.has_callback and self._tracing:
-            self._tracing = False
-            sys.settrace(None)
+        """No traced frame left in this thread: the trace goes (with the callback
+        to install it again)."""
+        if not self._thread.frames and self.hooks.has_callback:
+            self._uninstall()
+
+    def _new_thread_trace(self, frame: types.FrameType, event: str, arg: object):  # type: ignore[no-untyped-def]
+        """threading.settrace's function: the thread's first event installs the
+        global trace in it, as _install does."""
+        self._thread.installed = True
+        sys.settrace(self._global_trace)
+        return self._global_trace(frame, event, arg)
 
     def _sync_code_caches(self) -> None:
         """Per-code decisions depend on the policy: drop them when it changes."""
@@ -165,13 +209,22 @@ class SettraceTracer:
         frame.f_trace_lines = False
         frame.f_trace = None
         self._drop(frame)
-        self.sink.forget(frame)
+        with ENGINE_LOCK:
+            self.sink.forget(frame)
         self._maybe_remove()
 
+    def _add(self, frame: types.FrameType) -> None:
+        """A frame of the current thread is traced from now on."""
+        self.active.append(frame)
+        self._thread.frames += 1
+
     def _drop(self, frame: types.FrameType) -> None:
-        for i in range(len(self.active) - 1, -1, -1):
-            if self.active[i] is frame:
-                del self.active[i]
+        """From the frame's own thread (its return, its release)."""
+        active = self.active
+        for i in range(len(active) - 1, -1, -1):
+            if active[i] is frame:
+                del active[i]
+                self._thread.frames = max(0, self._thread.frames - 1)
                 break
 
     # -- trace functions ------------------------------------------------------------
@@ -181,7 +234,7 @@ class SettraceTracer:
         code = frame.f_code
         # The hot path: most calls made while a generated frame runs are not generated.
         if id(code) not in self._generated and not code.co_name.startswith(RESUME_PREFIXES) \
-                and not self.hooks.interrupt_pending:
+                and not (self.hooks.interrupt_pending and in_main_thread()):
             if self.policy.failed_calls and frame.f_back is not None \
                     and id(frame.f_back.f_code) in self._generated:
                 # Called by generated code: if an exception leaves it, the
@@ -189,25 +242,30 @@ class SettraceTracer:
                 frame.f_trace_lines = False
                 return self._callee_trace
             return None
-        if self.hooks.interrupt_pending:
+        if self.hooks.interrupt_pending and in_main_thread():
             # A Ctrl-C that arrived inside torch's C callback, where raising
-            # would abort the process: delivered here, as the frame starts.
+            # would abort the process: delivered here, as the frame starts (in
+            # the main thread, where Python raises it).
             self.hooks.interrupt_pending = False
             self._maybe_remove()
             raise KeyboardInterrupt
         try:
-            entry = self.sink.registry.get(code)  # registers a resume function on first sight
-            if self.sink.detached or entry is None:
-                return None
-            level = self.policy.trace_level(entry, frame)
-            if level is TraceLevel.NONE:
-                self._maybe_remove()  # installed by the callback's cautious guess
-                return None
-            self.events["start"] += 1
-            self.active.append(frame)
-            self.sink.on_frame_start(frame)
-            self._arm_frame(frame, entry, level)
-            return frame.f_trace
+            with ENGINE_LOCK:   # waits while dyndbg is stopped in another thread
+                if self.sink.detached:
+                    self._uninstall()   # another thread detached
+                    return None
+                entry = self.sink.registry.get(code)  # registers a resume function on first sight
+                if entry is None:
+                    return None
+                level = self.policy.trace_level(entry, frame)
+                if level is TraceLevel.NONE:
+                    self._maybe_remove()  # installed by the callback's cautious guess
+                    return None
+                self.events["start"] += 1
+                self._add(frame)
+                self.sink.on_frame_start(frame)
+                self._arm_frame(frame, entry, level)
+                return frame.f_trace
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
             return None
@@ -216,7 +274,8 @@ class SettraceTracer:
         """--post-mortem: the local trace of a function called by generated code."""
         if event == "exception" and frame.f_back is not None:
             try:
-                self.sink.on_call_failed(frame.f_back)
+                with ENGINE_LOCK:
+                    self.sink.on_call_failed(frame.f_back)
             except BaseException as error:  # noqa: BLE001
                 self._fail(error)
 
@@ -262,26 +321,30 @@ class SettraceTracer:
 
     def _dispatch(self, frame: types.FrameType, event: str, arg: object) -> None:
         try:
-            if self.sink.detached:
-                return
-            if event == "opcode" or event == "line":
-                self.events["line" if event == "line" else "instruction"] += 1
-                if event == "opcode" and self._line_handled == (id(frame), frame.f_lasti):
-                    # A stop at a line event re-armed the frame for opcodes: the
-                    # opcode event of the same instruction follows; it is done.
-                    self._line_handled = None
+            with ENGINE_LOCK:   # waits while dyndbg is stopped in another thread
+                if self.sink.detached:
+                    frame.f_trace = None
+                    self._uninstall()   # another thread detached
                     return
-                self._line_handled = (id(frame), frame.f_lasti) if event == "line" else None
-                self.sink.on_instruction(frame)
-            elif event == "exception":
-                self.events["exception"] += 1
-                self.sink.on_exception(frame, arg[1])  # type: ignore[index]
-            elif event == "return":
-                self.events["return"] += 1
-                self._drop(frame)
-                self.sink.on_return(frame, arg)
-                if not self.active:
-                    self.sink.on_idle()
+                if event == "opcode" or event == "line":
+                    self.events["line" if event == "line" else "instruction"] += 1
+                    thread = self._thread
+                    if event == "opcode" and thread.line_handled == (id(frame), frame.f_lasti):
+                        # A stop at a line event re-armed the frame for opcodes: the
+                        # opcode event of the same instruction follows; it is done.
+                        thread.line_handled = None
+                        return
+                    thread.line_handled = (id(frame), frame.f_lasti) if event == "line" else None
+                    self.sink.on_instruction(frame)
+                elif event == "exception":
+                    self.events["exception"] += 1
+                    self.sink.on_exception(frame, arg[1])  # type: ignore[index]
+                elif event == "return":
+                    self.events["return"] += 1
+                    self._drop(frame)
+                    self.sink.on_return(frame, arg)
+                    if not self.active:
+                        self.sink.on_idle()
                     self._maybe_remove()
         except BaseException as error:  # noqa: BLE001
             self._fail(error)

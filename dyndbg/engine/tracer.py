@@ -24,7 +24,9 @@ TRACER_VARIABLE = "DYNDBG_TRACER"
 
 
 class EventSink(Protocol):
-    """The engine, as a tracing mechanism sees it."""
+    """The engine, as a tracing mechanism sees it. Events come from whichever
+    thread runs generated code; a mechanism calls these under
+    threads.ENGINE_LOCK (one thread in the engine at a time)."""
 
     registry: "Registry"
     hooks: "DynamoHooks"
