@@ -9,6 +9,7 @@ from dyndbg.cpython import call_site, returned_value
 from dyndbg.dynamo.names import readable
 from dyndbg.engine.codeinfo import CodeInfo, Instr
 from dyndbg.engine.stop import Stop, TraceEvent, TraceKind
+from dyndbg.engine.threads import thread_name
 from dyndbg.ui.values import cut, summarize, type_name
 
 
@@ -40,8 +41,12 @@ def instruction_text(instr: Instr, rename: Rename = _same) -> str:
 
 
 def location(stop: Stop, rename: Rename = _same, highlight: Rename = _same) -> str:
-    """`> f [0/0]  instr 14 @30  LOAD_FAST x   graph_break.py:9  a = x.sin() + y`"""
-    return location_line(stop.entry.label(), stop.info, stop.instr, rename, highlight)
+    """`> f [0/0]  instr 14 @30  LOAD_FAST x   graph_break.py:9  a = x.sin() + y`;
+    `> f [0/0] in thread "worker"  instr ...` outside the main thread (shown
+    in the stopping thread)."""
+    thread = thread_name()
+    label = stop.entry.label() if thread is None else f'{stop.entry.label()} in thread "{thread}"'
+    return location_line(label, stop.info, stop.instr, rename, highlight)
 
 
 def location_line(label: str, info: CodeInfo, instr: Instr, rename: Rename = _same,
