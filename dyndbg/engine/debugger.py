@@ -22,7 +22,7 @@ from dyndbg.engine.conditions import Conditions
 from dyndbg.engine.control import ConditionInterrupted, DyndbgQuit
 from dyndbg.engine.history import History
 from dyndbg.engine.interrupts import Interrupts
-from dyndbg.engine.modes import Mode, StepKind, TraceLevel
+from dyndbg.engine.modes import Mode, StepKind
 from dyndbg.engine.policy import TracePolicy, keeps_arguments
 from dyndbg.engine.postmortem import FailureLog, post_mortem_stop
 from dyndbg.engine.snapshots import Snapshots
@@ -346,23 +346,14 @@ class Engine:
         if stack is None and self.history.on:
             stack = self.history.stack_before(frame)
         self.failures.record(frame, stack)
-        if not self._can_stop_in(entry, frame):
+        if not self.policy.exception_stops(entry, frame, self._mode.stepping,
+                                           id(frame) in self._stopped_in):
             return  # traced only to record or to show
         self._stopped_exception = exc
         note = "before the failing instruction" if stack is not None else \
             "not recorded before the failing instruction"
         self._stop(Stop(frame, entry, info, instr, StopReason.EXCEPTION, stack, note,
                         exception=exc))
-
-    def _can_stop_in(self, entry: GeneratedCode, frame: types.FrameType) -> bool:
-        """An exception raised in `frame` stops where it would without `trace
-        on` and `record on`: while stepping, where a breakpoint or catchpoint
-        makes a stop possible, or in a frame that has stopped (it stays traced
-        until it returns) unless --post-mortem waits for the exception to
-        end the program, which is what that option asks for."""
-        if self._mode.stepping or self.policy.stop_level(entry, frame) is not TraceLevel.NONE:
-            return True
-        return id(frame) in self._stopped_in and not self.policy.failed_calls
 
     def on_call_failed(self, caller: types.FrameType) -> None:
         """--post-mortem: an exception leaves a call made by the generated frame

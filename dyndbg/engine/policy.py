@@ -92,6 +92,17 @@ class TracePolicy:
             return TraceLevel.CALLS
         return TraceLevel.NONE
 
+    def exception_stops(self, entry: GeneratedCode, frame: types.FrameType, stepping: bool,
+                        stopped_before: bool) -> bool:
+        """An exception raised in `frame` stops where it would without `trace
+        on` and `record on`: while stepping, where a breakpoint or catchpoint
+        makes a stop possible, or in a frame that has stopped before (it stays
+        traced until it returns) unless --post-mortem waits for the exception
+        to end the program, which is what that option asks for."""
+        if stepping or self.stop_level(entry, frame) is not TraceLevel.NONE:
+            return True
+        return stopped_before and not self.failed_calls
+
     def code_needs(self, entry: GeneratedCode) -> CodeNeeds:
         """trace_level, per code object and in parts. A frame's arguments at
         its start serve the explanations at a stop: recorded at the start
