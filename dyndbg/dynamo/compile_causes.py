@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 from dyndbg.dynamo import cache
 from dyndbg.dynamo.cache import CacheError
+from dyndbg.dynamo.hooks import current_compile_id, shield
 from dyndbg.dynamo.edit_records import Cause, CompileCause, Switch, switches_bypassed
 
 
@@ -80,7 +81,7 @@ class CauseRecorder:
 
     def refused(self, guard: EditGuard, frame_locals: dict) -> None:
         try:
-            compiling = _current_compile_id()
+            compiling = current_compile_id()
             if compiling is None or id(guard.original) not in self._reasons_seen:
                 return                      # an ordinary cache lookup, not the analysis
             if compiling != self._compiling:
@@ -95,7 +96,7 @@ class CauseRecorder:
 
     def _bytecode_hook(self, original: types.CodeType, _new: types.CodeType) -> None:
         try:
-            compiling = _current_compile_id()
+            compiling = current_compile_id()
             refusals = self._refusals if compiling == self._compiling else []
             self._compiling, self._refusals = None, []    # the inputs are not kept
             causes = self._causes.get(id(original))
@@ -140,7 +141,7 @@ class CauseRecorder:
             return
         try:
             from torch._dynamo import convert_frame
-            _shield(self._bytecode_hook, EditGuard.__call__, self.refused)
+            shield(self._bytecode_hook, EditGuard.__call__, self.refused)
             convert_frame.register_bytecode_hook(self._bytecode_hook)
             self._hooked = True
         except Exception:  # noqa: BLE001 - a torch without these: nothing is judged
@@ -170,22 +171,3 @@ def _torch_reasons(original: types.CodeType) -> list:
     except ImportError:
         return []
     return list(guard_failures.get(original, ()))
-
-
-def _current_compile_id() -> str | None:
-    from torch._guards import CompileContext
-    compile_id = CompileContext.current_compile_id()
-    return None if compile_id is None else str(compile_id)
-
-
-def _shield(*functions: object) -> None:
-    """Dynamo must not compile these (as the engine's hooks: see hooks.shield)."""
-    try:
-        from torch._C._dynamo.eval_frame import (_FrameAction, _FrameExecStrategy,
-                                                 set_code_exec_strategy)
-    except ImportError:
-        return
-    skip_all = _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP)
-    for function in functions:
-        inner = getattr(function, "__func__", function)
-        set_code_exec_strategy(inner.__code__, skip_all)  # type: ignore[attr-defined]

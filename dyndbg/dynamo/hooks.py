@@ -19,13 +19,32 @@ from dyndbg.dynamo.registry import Registry
 from dyndbg.faults import maybe_fault
 
 
-def _current_compile_id() -> str | None:
+def current_compile_id() -> str | None:
+    """The compile id of the compile dynamo is making in this thread, if any."""
     try:
         from torch._guards import CompileContext
         cid = CompileContext.current_compile_id()
         return None if cid is None else str(cid)
     except Exception:
         return None
+
+
+def shield(*functions: Callable[..., object]) -> None:
+    """Keep dynamo away from these entry points and everything they call.
+
+    Dynamo's frame hook stays active inside generated frames, so without
+    this it would try to compile dyndbg's trace functions and any user
+    expression evaluated at a stop, shifting the program's compile ids.
+    """
+    try:
+        from torch._C._dynamo.eval_frame import _FrameAction, _FrameExecStrategy
+        from torch._C._dynamo.eval_frame import set_code_exec_strategy
+    except ImportError:
+        return
+    skip_all = _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP)
+    for function in functions:
+        code = getattr(function, "__code__", None) or function.__func__.__code__  # type: ignore[attr-defined]
+        set_code_exec_strategy(code, skip_all)
 
 
 class DynamoHooks:
@@ -50,21 +69,7 @@ class DynamoHooks:
 
     # -- installation -----------------------------------------------------
     def shield(self, *functions: Callable[..., object]) -> None:
-        """Keep dynamo away from these entry points and everything they call.
-
-        Dynamo's frame hook stays active inside generated frames, so without
-        this it would try to compile dyndbg's trace functions and any user
-        expression evaluated at a stop, shifting the program's compile ids.
-        """
-        try:
-            from torch._C._dynamo.eval_frame import _FrameAction, _FrameExecStrategy
-            from torch._C._dynamo.eval_frame import set_code_exec_strategy
-        except ImportError:
-            return
-        skip_all = _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP)
-        for function in functions:
-            code = getattr(function, "__code__", None) or function.__func__.__code__  # type: ignore[attr-defined]
-            set_code_exec_strategy(code, skip_all)
+        shield(*functions)
 
     def install(self) -> None:
         import torch._dynamo  # noqa: F401  (imports convert_frame and the callback handler)
@@ -128,7 +133,7 @@ class DynamoHooks:
             return None
         try:
             maybe_fault("hook")
-            entry = self.registry.add_transformed(original, new, _current_compile_id())
+            entry = self.registry.add_transformed(original, new, current_compile_id())
             if entry.has_marker:
                 # Unhooked, torch would start its own debugger at the marker.
                 self.set_callback_active(True)
