@@ -21,7 +21,7 @@ from dyndbg.dynamo import cache, graphs, guard_walk, patching
 from dyndbg.dynamo.cache import CacheError
 from dyndbg.dynamo.edits import EDITS, Edit
 from dyndbg.dynamo.names import find_graph_global
-from dyndbg.dynamo.untraced import untraced
+from dyndbg.dynamo.hooks import shield
 
 __all__ = ["CacheError", "Edit", "EntryView", "GraphRun", "entries", "code", "guards",
            "check", "evict", "evict_all", "force", "add_guard", "drop_guard", "patch",
@@ -184,7 +184,7 @@ def graph_capture(number: int, at_hand: Sequence[object] | None = None) -> None:
 
     def capture(*args: object, **kwargs: object) -> object:
         # One call only: the module global is the compiled graph again at once.
-        if namespace.get(name) is wrapper:
+        if namespace.get(name) is capture:
             namespace[name] = compiled
         try:
             _captured[number] = tuple(_copy(a) for a in args)
@@ -192,10 +192,12 @@ def graph_capture(number: int, at_hand: Sequence[object] | None = None) -> None:
             pass
         return compiled(*args, **kwargs)
     capture.__wrapped__ = compiled  # type: ignore[attr-defined]
-    # Generated code calls it inside the compiled frame: dynamo must not compile it.
-    wrapper = untraced(capture, f"graph capture {number}")
-    setattr(wrapper, _GRAPH, compiled)
-    namespace[name] = wrapper
+    setattr(capture, _GRAPH, compiled)
+    # Generated code calls it inside the compiled frame: dynamo must skip it and
+    # all it calls (else it compiles dyndbg's own code: extra frames, a graph
+    # break and a UserWarning, recompiles counted against the program's limit).
+    shield(capture)
+    namespace[name] = capture
 
 
 def _compiled(value: object) -> object:
