@@ -30,7 +30,6 @@ def attach(out: TextIO, commands: list[str] | None = None, no_color: bool = Fals
     read_input: False for a process that must never read stdin (a torchrun
     rank other than 0): after its commands, every prompt is the end of input.
     """
-    global _current
     session = Session(out, commands, no_color, terminal_io)
     warning = untested_here()
     if warning is not None:
@@ -42,6 +41,12 @@ def attach(out: TextIO, commands: list[str] | None = None, no_color: bool = Fals
         session.reader = NoInputReader(session.write)
     engine = Engine(session)
     session.engine = engine
+    return start_engine(engine)
+
+
+def start_engine(engine: Engine) -> Engine:
+    """Start an engine whose front end is wired to it; it is the one attached now."""
+    global _current
     engine.start()
     _current = engine
     return engine

@@ -21,7 +21,7 @@ from dyndbg.ownframes import is_own_frame
 
 USAGE = ("python -m dyndbg [-c COMMAND]... [--out FILE] [--no-color] [--post-mortem] "
          "[--record] [--trace] [--no-rc] [--rank R] "
-         "(SCRIPT | -m MODULE) [ARGS...]")
+         "[--listen [HOST:]PORT [--wait-for-client]] (SCRIPT | -m MODULE) [ARGS...]")
 DESCRIPTION = """\
 Run a Python script and stop in the bytecode that TorchDynamo (torch.compile)
 generates: the transformed code of compiled functions and the resume functions
@@ -70,6 +70,16 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--rank", type=int, metavar="R",
                         help="under torchrun: debug rank R only; the other ranks run "
                              "without the debugger")
+    parser.add_argument("--listen", metavar="[HOST:]PORT",
+                        help="serve the Debug Adapter Protocol on HOST:PORT (127.0.0.1 unless "
+                             "a host is given) for an editor to attach to, instead of the "
+                             "prompt; anyone who can reach the port can run code in the "
+                             "program")
+    parser.add_argument("--wait-for-client", action="store_true",
+                        help="with --listen: start the program once an editor has attached "
+                             "and set its breakpoints")
+    # The stdio adapter's child (dyndbg/dap/adapter.py): connect back to it.
+    parser.add_argument("--dap-connect", metavar="HOST:PORT", help=argparse.SUPPRESS)
     parser.add_argument("--version", action="version", version=f"dyndbg {__version__}")
     parser.add_argument("target", nargs="?", metavar="SCRIPT", help="the script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
@@ -91,6 +101,12 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("a script or -m MODULE is required")
     if args.rank is not None and args.rank < 0:
         return _fail(f"--rank must be 0 or more, not {args.rank}")
+    if args.wait_for_client and args.listen is None:
+        return _fail("--wait-for-client goes with --listen")
+    for option in ("listen", "dap_connect"):
+        value = getattr(args, option)
+        if value is not None and _host_port(value) is None:
+            return _fail(f"--{option.replace('_', '-')} {value!r}: expected [HOST:]PORT")
     if args.module is not None:
         return _run(args, module=args.module, target_argv=[args.module] + target_argv)
     path = args.target
@@ -113,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
     """dyndbg's own options, then the target and its arguments."""
-    takes_value = {"-c", "--command", "--out", "--rank"}
+    takes_value = {"-c", "--command", "--out", "--rank", "--listen", "--dap-connect"}
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -131,6 +147,25 @@ def _split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
 
 def _run(args: argparse.Namespace, target_argv: list[str], code: types.CodeType | None = None,
          script: str | None = None, module: str | None = None) -> int:
+    """Run the target; an editor attached through --listen hears how it ended."""
+    try:
+        status = _run_target(args, target_argv, code, script, module)
+    except SystemExit as exit:
+        exit_code = exit.code
+        _tell_editor(args, exit_code if isinstance(exit_code, int) else (0 if exit_code is None else 1))
+        raise
+    _tell_editor(args, status)
+    return status
+
+
+def _tell_editor(args: argparse.Namespace, status: int) -> None:
+    if args.listen is not None:
+        from dyndbg.dap import server
+        server.program_ended(status)
+
+
+def _run_target(args: argparse.Namespace, target_argv: list[str], code: types.CodeType | None,
+                script: str | None, module: str | None) -> int:
     debug, prefix_rank = _rank_plan(args)
     if debug:
         from dyndbg.engine.debugger import DyndbgQuit
@@ -161,8 +196,8 @@ def _run(args: argparse.Namespace, target_argv: list[str], code: types.CodeType 
         return 0
     except BaseException as error:  # noqa: BLE001 - report it as python would
         _report_uncaught(error)
-        if debug and args.post_mortem and not isinstance(error, KeyboardInterrupt):
-            _post_mortem(error)
+        if debug and not isinstance(error, KeyboardInterrupt):
+            _post_mortem(error)   # with --post-mortem (or an editor's filter for it)
         if isinstance(error, KeyboardInterrupt):
             # As python does: die by SIGINT, so the parent sees the signal.
             sys.stdout.flush()
@@ -193,8 +228,35 @@ def _rank_plan(args: argparse.Namespace) -> tuple[bool, int | None]:
     return rank == args.rank, None
 
 
+def _host_port(text: str) -> tuple[str, int] | None:
+    """`5678` or `HOST:5678` (loopback unless a host is given)."""
+    host, _, port = text.rpartition(":")
+    if not port.isdigit() or int(port) > 65535:
+        return None
+    return host or "127.0.0.1", int(port)
+
+
+def _attach_editor(args: argparse.Namespace) -> int | None:
+    """The Debug Adapter Protocol front end instead of the prompt."""
+    from dyndbg.dap import server
+    connect = _host_port(args.dap_connect) if args.dap_connect else None
+    listen = _host_port(args.listen) if args.listen else None
+    try:
+        server.start(connect, listen, lambda text: print(text, file=sys.stderr, flush=True),
+                     args.wait_for_client)
+    except OSError as error:
+        return _fail(f"cannot serve the debug adapter protocol: {error}")
+    return None
+
+
 def _attach(args: argparse.Namespace, prefix_rank: int | None) -> int | None:
     """Attach the debugger to this process; an exit status if it cannot start."""
+    if args.listen is not None or args.dap_connect is not None:
+        failed = _attach_editor(args)
+        if failed is not None:
+            return failed
+        _apply_options(args)
+        return None
     from dyndbg.attach import attach
     from dyndbg.distributed import RankWriter
 
@@ -209,14 +271,22 @@ def _attach(args: argparse.Namespace, prefix_rank: int | None) -> int | None:
     reads_input = prefix_rank is None or prefix_rank == 0
     if prefix_rank is not None:
         out = RankWriter(out, prefix_rank, interactive=reads_input)  # type: ignore[assignment]
-    engine = attach(out, args.command, args.no_color, read_rc=not args.no_rc,
-                    read_input=reads_input)
-    engine.keep_failed_calls = args.post_mortem
+    attach(out, args.command, args.no_color, read_rc=not args.no_rc, read_input=reads_input)
+    _apply_options(args)
+    return None
+
+
+def _apply_options(args: argparse.Namespace) -> None:
+    from dyndbg.attach import current
+    engine = current()
+    if engine is None:
+        return   # an editor came and went before the program started
+    if args.post_mortem:
+        engine.keep_failed_calls = True
     if args.record:
         engine.recording = True
     if args.trace:
         engine.instruction_trace = True
-    return None
 
 
 def _post_mortem(error: BaseException) -> None:
@@ -224,8 +294,8 @@ def _post_mortem(error: BaseException) -> None:
     from dyndbg.attach import current
 
     engine = current()
-    if engine is None:
-        return  # detached (end of input): the program ends as without dyndbg
+    if engine is None or not engine.keep_failed_calls:
+        return  # detached (end of input), or no post mortem asked for
     sys.stderr.flush()
     # `q` ends a post-mortem session like `c` (the session never raises DyndbgQuit).
     if not engine.post_mortem(error.__traceback__, error):

@@ -114,7 +114,8 @@ class Session:
         self.write(f"*** {text}")
 
     # -- a stop -----------------------------------------------------------------------
-    def interact(self, stop: Stop) -> None:
+    def enter(self, stop: Stop) -> None:
+        """Look at `stop` (the editor front end shares this): its frames, the innermost selected."""
         self.stop = stop
         self.frames = [f for f, _ in stop.frames] if stop.frames else \
             self._frame_list(stop.frame)
@@ -123,6 +124,9 @@ class Session:
         self.past = None
         self.looking.new_stop()
         self._resumed = False
+
+    def interact(self, stop: Stop) -> None:
+        self.enter(stop)
         if not self._greeted:
             self._greeted = True
             self.write("dyndbg: stopped in dynamo-generated code. 'help' lists commands, "

@@ -1,0 +1,233 @@
+"""Breakpoints as the client sets them: each `set*Breakpoints` request
+replaces the whole set of its kind (for a file: that file's), so dyndbg's
+breakpoints are kept per kind and replaced together. The numbers are
+dyndbg's (`hitBreakpointIds`, `b` in the console). A breakpoint on code
+not compiled yet is answered `verified: false`, and a `breakpoint` event
+says when it binds."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dyndbg.cpython import SILENT_OPNAMES
+from dyndbg.dap.addresses import parse_address
+from dyndbg.dap.bytecode_source import serial_of_path
+from dyndbg.dap.capabilities import ExceptionFilter
+from dyndbg.dap.code_requests import FILE_REFERENCES
+from dyndbg.dap.protocol import RequestError
+from dyndbg.dynamo.registry import GeneratedCode
+from dyndbg.engine.breakpoints import Breakpoint
+from dyndbg.engine.targets import CatchTarget, InstructionTarget, LineTarget, Target
+from dyndbg.ui.parsing import CommandError, check_condition, named_target
+
+if TYPE_CHECKING:
+    from dyndbg.dap.requests import Requests
+
+FUNCTION = "function"
+INSTRUCTION = "instruction"
+REASONS = {FUNCTION: "function breakpoint", INSTRUCTION: "instruction breakpoint"}
+
+
+class BreakpointRequests:
+    def __init__(self, requests: "Requests") -> None:
+        self.requests = requests
+        self.stops_on_stepped_exceptions = True
+        self._owned: dict[str, list[int]] = {}   # kind or file -> dyndbg numbers
+        self._kind: dict[int, str] = {}          # number -> its kind (or file key)
+        self._pending: set[int] = set()          # answered unverified, not bound yet
+        self._catch: int | None = None           # the "raised" filter's catchpoint
+
+    @property
+    def table(self):  # type: ignore[no-untyped-def]
+        return self.requests.engine.breakpoints
+
+    def reason_for(self, hit: list[Breakpoint]) -> str:
+        kinds = {self._kind.get(bp.number, "") for bp in hit}
+        for kind in (FUNCTION, INSTRUCTION):
+            if kinds == {kind}:
+                return REASONS[kind]
+        return "breakpoint"
+
+    # -- the requests ------------------------------------------------------------------------
+    def r_setBreakpoints(self, arguments: dict) -> dict:
+        source = arguments.get("source")
+        if not isinstance(source, dict):
+            raise RequestError("'source' must be an object")
+        wanted = arguments.get("breakpoints")
+        if wanted is None:
+            wanted = [{"line": line} for line in arguments.get("lines") or []]
+        if not isinstance(wanted, list) or not all(isinstance(w, dict) for w in wanted):
+            raise RequestError("'breakpoints' must be a list of objects")
+        entry = self._bytecode_entry(source)
+        key = f"bytecode:{entry.serial}" if entry is not None else f"file:{source.get('path')}"
+        if entry is None and not isinstance(source.get("path"), str):
+            raise RequestError("'source' needs a 'path' (or a bytecode view's sourceReference)")
+        results = []
+        self._forget(key)
+        for spec in wanted:
+            line = spec.get("line")
+            if not isinstance(line, int) or line < 1:
+                results.append(_unverified("'line' must be a positive integer"))
+                continue
+            try:
+                target = self._bytecode_target(entry, line) if entry is not None else \
+                    LineTarget(source["path"], line)
+            except RequestError as error:
+                results.append(_unverified(str(error), line))
+                continue
+            results.append(self._add(key, target, spec, {"line": line, "source": source}))
+        self._rearm()
+        return {"breakpoints": results}
+
+    def r_setFunctionBreakpoints(self, arguments: dict) -> dict:
+        wanted = arguments.get("breakpoints")
+        if not isinstance(wanted, list) or not all(isinstance(w, dict) for w in wanted):
+            raise RequestError("'breakpoints' must be a list of objects")
+        self._forget(FUNCTION)
+        results = []
+        for spec in wanted:
+            name = spec.get("name")
+            try:
+                if not isinstance(name, str):
+                    raise CommandError("'name' must be a string")
+                target = named_target(name.strip())
+            except CommandError as error:
+                results.append(_unverified(str(error)))
+                continue
+            results.append(self._add(FUNCTION, target, spec, {}))
+        self._rearm()
+        return {"breakpoints": results}
+
+    def r_setInstructionBreakpoints(self, arguments: dict) -> dict:
+        wanted = arguments.get("breakpoints")
+        if not isinstance(wanted, list) or not all(isinstance(w, dict) for w in wanted):
+            raise RequestError("'breakpoints' must be a list of objects")
+        self._forget(INSTRUCTION)
+        results = []
+        for spec in wanted:
+            reference = spec.get("instructionReference")
+            parsed = parse_address(reference) if isinstance(reference, str) else None
+            entry = self.requests.code.entry_of(parsed[0]) if parsed else None
+            extra = spec.get("offset") or 0
+            if parsed is None or entry is None or not isinstance(extra, int):
+                results.append(_unverified(f"{reference!r} is not the address of generated "
+                                           "code"))
+                continue
+            try:
+                target = self._instruction(entry, parsed[1] + extra)
+            except RequestError as error:
+                results.append(_unverified(str(error)))
+                continue
+            results.append(self._add(INSTRUCTION, target, spec,
+                                     {"instructionReference": reference}))
+        self._rearm()
+        return {"breakpoints": results}
+
+    def r_setExceptionBreakpoints(self, arguments: dict) -> dict:
+        filters = arguments.get("filters") or []
+        if not isinstance(filters, list):
+            raise RequestError("'filters' must be a list")
+        known = {f.value for f in ExceptionFilter}
+        unknown = [f for f in filters if f not in known]
+        if unknown:
+            raise RequestError(f"unknown exception filter {unknown[0]!r} (known: "
+                               f"{', '.join(sorted(known))})")
+        self.stops_on_stepped_exceptions = ExceptionFilter.STEPPED.value in filters
+        raised = ExceptionFilter.RAISED.value in filters
+        if raised and self._catch is None:
+            self._catch = self.table.add(CatchTarget("exception")).number
+        elif not raised and self._catch is not None:
+            self.table.delete(self._catch)
+            self._catch = None
+        self.requests.engine.keep_failed_calls = ExceptionFilter.POST_MORTEM.value in filters
+        self._rearm()
+        return {"breakpoints": [{"verified": True} for _ in filters]}
+
+    # -- the table ---------------------------------------------------------------------------
+    def _forget(self, key: str) -> None:
+        for number in self._owned.pop(key, []):
+            self.table.delete(number)
+            self._kind.pop(number, None)
+            self._pending.discard(number)
+
+    def _add(self, key: str, target: Target, spec: dict, shown: dict) -> dict:
+        condition = spec.get("condition") or None
+        ignore = 0
+        try:
+            if condition is not None:
+                if not isinstance(condition, str):
+                    raise CommandError("'condition' must be a string")
+                check_condition(condition)
+            ignore = _hit_count(spec.get("hitCondition"))
+        except CommandError as error:
+            return _unverified(str(error), shown.get("line"))
+        bp = self.table.add(target, False, condition)
+        bp.ignore = ignore
+        self._owned.setdefault(key, []).append(bp.number)
+        self._kind[bp.number] = FUNCTION if key == FUNCTION else \
+            INSTRUCTION if key in (INSTRUCTION,) or key.startswith("bytecode:") else "line"
+        result = {"id": bp.number, "verified": self._bound(bp), **shown}
+        if not result["verified"]:
+            self._pending.add(bp.number)
+            result["message"] = "pending: no matching generated code yet (it binds when " \
+                "dynamo compiles it)"
+        return result
+
+    def _bound(self, bp: Breakpoint) -> bool:
+        return isinstance(bp.target, InstructionTarget) or bool(bp.locations)
+
+    def _rearm(self) -> None:
+        """While the program runs, a change must reach the tracing now; at a
+        stop, resuming does it."""
+        if self.requests.stop is None:
+            self.requests.engine.rearm()
+
+    def code_added(self, entry: GeneratedCode) -> None:
+        """New code: tell the client which pending breakpoints bound to it."""
+        for number in sorted(self._pending):
+            bp = self.table.get(number)
+            if bp is None or not self._bound(bp):
+                continue
+            self._pending.discard(number)
+            self.requests.event("breakpoint", {"reason": "changed", "breakpoint": {
+                "id": number, "verified": True,
+                "message": f"bound in {entry.label()}"}})
+
+    # -- bytecode view and instruction references ------------------------------------------------
+    def _bytecode_entry(self, source: dict) -> GeneratedCode | None:
+        ref = source.get("sourceReference")
+        serial = ref - 1 if isinstance(ref, int) and 0 < ref < FILE_REFERENCES else \
+            serial_of_path(source.get("path", ""))
+        return self.requests.code.entry_of(serial) if serial is not None else None
+
+    def _bytecode_target(self, entry: GeneratedCode, line: int) -> InstructionTarget:
+        offset = self.requests.code.listing(entry).offset_at(line)
+        if offset is None:
+            raise RequestError(f"no instruction at or after line {line}")
+        return self._instruction(entry, offset)
+
+    def _instruction(self, entry: GeneratedCode, offset: int) -> InstructionTarget:
+        info = self.requests.engine.info_for(entry)
+        instr = info.containing(offset)
+        if instr is None or offset >= len(entry.code.co_code):
+            raise RequestError(f"no instruction at offset {offset} in {entry.label()}")
+        if instr.opname in SILENT_OPNAMES:
+            raise RequestError(f"{instr.opname} at @{instr.offset} runs before tracing starts")
+        return InstructionTarget(entry.code, instr.offset, instr.index, entry.label())
+
+
+def _hit_count(text: object) -> int:
+    """hitCondition `N` (or `>= N`): stop from the Nth hit on; dyndbg's `ignore N-1`."""
+    if text is None or text == "":
+        return 0
+    if isinstance(text, str):
+        stripped = text.strip().removeprefix(">=").strip()
+        if stripped.isdigit() and int(stripped) >= 1:
+            return int(stripped) - 1
+    raise CommandError(f"hit condition {text!r}: give a count N (stop from the Nth hit on)")
+
+
+def _unverified(message: str, line: object = None) -> dict:
+    result: dict = {"verified": False, "message": message}
+    if isinstance(line, int):
+        result["line"] = line
+    return result

@@ -1,0 +1,42 @@
+"""What dyndbg's adapter answers to `initialize`: a missing flag means the
+feature is not supported, so every one dyndbg serves is named here."""
+from __future__ import annotations
+
+from enum import Enum
+
+
+class ExceptionFilter(str, Enum):
+    STEPPED = "stepped"          # dyndbg's default: raised where a stop is possible
+    RAISED = "raised"            # `catch exception`: raised in any generated code
+    POST_MORTEM = "postMortem"   # --post-mortem: the program failed through generated code
+
+
+EXCEPTION_FILTERS = [
+    {"filter": ExceptionFilter.STEPPED.value, "default": True,
+     "label": "Raised in generated code being stepped or holding a breakpoint",
+     "description": "dyndbg's default: an exception raised where a stop is possible"},
+    {"filter": ExceptionFilter.RAISED.value, "default": False,
+     "label": "Raised in any generated code (catch exception)",
+     "description": "every exception raised in dynamo-generated code, caught or not"},
+    {"filter": ExceptionFilter.POST_MORTEM.value, "default": False,
+     "label": "Uncaught: post mortem",
+     "description": "after the program fails through generated code, stop at the failing "
+                    "instruction (generated code runs traced to keep its stack)"},
+]
+
+CAPABILITIES = {
+    "supportsConfigurationDoneRequest": True,
+    "supportsFunctionBreakpoints": True,
+    "supportsConditionalBreakpoints": True,
+    "supportsHitConditionalBreakpoints": True,
+    "supportsDisassembleRequest": True,
+    "supportsSteppingGranularity": True,
+    "supportsInstructionBreakpoints": True,
+    "supportsExceptionInfoRequest": True,
+    "supportsLoadedSourcesRequest": True,
+    "supportsEvaluateForHovers": True,
+    "supportsStepBack": True,
+    "supportsTerminateRequest": True,
+    "supportsValueFormattingOptions": False,
+    "exceptionBreakpointFilters": EXCEPTION_FILTERS,
+}

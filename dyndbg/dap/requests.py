@@ -1,0 +1,218 @@
+"""The client's requests, by family, and what happens at each stop.
+
+A request `foo` is served by the method `r_foo` of one of the families
+(`dyndbg/guards` by `r_dyndbg_guards`); each returns the response body.
+Inspection at a stop goes through the prompt's own Session (stack, locals,
+guards, evaluation): no second copy of that logic.
+"""
+from __future__ import annotations
+
+import io
+import sys
+import threading
+from typing import TYPE_CHECKING, Callable
+
+from dyndbg.dap.breakpoint_requests import BreakpointRequests
+from dyndbg.dap.capabilities import CAPABILITIES
+from dyndbg.dap.code_requests import CodeRequests
+from dyndbg.dap.protocol import RequestError
+from dyndbg.dap.stop_requests import StopRequests
+from dyndbg.dynamo.registry import GeneratedCode
+from dyndbg.engine.stop import Stop, StopReason
+from dyndbg.ui.session import Session
+
+if TYPE_CHECKING:
+    from dyndbg.dap.server import DapFrontend
+    from dyndbg.engine.debugger import Engine
+
+
+class QuietReader:
+    """The inspection session never reads commands: the client sends them."""
+
+    interactive = False
+
+    def read(self, prompt: str) -> str | None:
+        return None
+
+
+def inspection_session(engine: "Engine") -> Session:
+    session = Session(io.StringIO(), no_color=True)
+    session.reader = QuietReader()
+    session.engine = engine
+    return session
+
+
+class ThreadIds:
+    """DAP thread ids are int32: 1 for the main thread, then 2, 3, ... in the
+    order threads are first seen."""
+
+    def __init__(self) -> None:
+        self._ids: dict[int, int] = {threading.main_thread().ident or 0: 1}
+
+    def of(self, thread: threading.Thread) -> int:
+        ident = thread.ident or 0
+        if ident not in self._ids:
+            self._ids[ident] = len(self._ids) + 1
+        return self._ids[ident]
+
+    def program_threads(self) -> list[threading.Thread]:
+        """The program's threads, without dyndbg's own."""
+        return [t for t in threading.enumerate() if not t.name.startswith("dyndbg-")]
+
+
+class Requests:
+    def __init__(self, frontend: "DapFrontend", engine: "Engine") -> None:
+        self.frontend = frontend
+        self.engine = engine
+        self.session = inspection_session(engine)
+        self.threads = ThreadIds()
+        self.stop: Stop | None = None
+        self.stop_thread = 1
+        self.stop_on_entry = False
+        self.entry_pending = False       # the next step stop is the launch's entry
+        self.pausing = False              # the next step stop answers a `pause`
+        # Run after the response to a request is sent (the spec's order).
+        self.after_response: dict[str, Callable[[], None]] = {}
+        self.stops = StopRequests(self)
+        self.breaks = BreakpointRequests(self)
+        self.code = CodeRequests(self)
+        self._families = (self, self.stops, self.breaks, self.code)
+        # The registry tells the engine of new code; the client hears of it after.
+        told_engine = engine.registry.on_add
+
+        def on_add(entry: GeneratedCode) -> None:
+            if told_engine is not None:
+                told_engine(entry)
+            self.code_added(entry)
+        engine.registry.on_add = on_add
+
+    def code_added(self, entry: GeneratedCode) -> None:
+        """Runs while dynamo compiles: nothing may escape into it."""
+        try:
+            self.code.code_added(entry)
+            self.breaks.code_added(entry)
+        except Exception as error:  # noqa: BLE001 - reached from dynamo's compile
+            self.frontend.output(f"dyndbg: internal error telling the editor of new code: "
+                                 f"{type(error).__name__}: {error}")
+
+    def handler(self, command: str) -> Callable[[dict], dict | None] | None:
+        name = "r_" + command.replace("/", "_")
+        for family in self._families:
+            found = getattr(family, name, None)
+            if found is not None:
+                return found
+        return None
+
+    def event(self, name: str, body: dict | None = None) -> None:
+        channel = self.frontend.channel
+        if channel is not None:
+            channel.event(name, body)
+
+    def capture(self, command: str) -> str:
+        """Run one of the prompt's commands; its output as text."""
+        session = self.session
+        session.out = io.StringIO()
+        session.onecmd(command)
+        return session.out.getvalue().rstrip("\n")
+
+    # -- stops --------------------------------------------------------------------------
+    def skips(self, stop: Stop) -> bool:
+        """A stop the client's exception filters turn down."""
+        return stop.reason is StopReason.EXCEPTION and not stop.breakpoints and \
+            not self.breaks.stops_on_stepped_exceptions
+
+    def stopped(self, stop: Stop) -> None:
+        self.stop = stop
+        self.stop_thread = self.threads.of(threading.current_thread())
+        self.session.enter(stop)
+        shown = self.capture_stop(stop)
+        if shown:
+            self.frontend.output(shown)
+        reason = self._reason(stop)
+        from dyndbg.ui import render
+        body = {"reason": reason, "threadId": self.stop_thread,
+                "description": render.location_line(stop.entry.label(), stop.info, stop.instr)
+                .lstrip("> ").strip(),
+                "allThreadsStopped": False, "preserveFocusHint": False}
+        if stop.breakpoints:
+            body["hitBreakpointIds"] = [bp.number for bp in stop.breakpoints]
+        if stop.exception is not None:
+            body["text"] = f"{type(stop.exception).__name__}: {stop.exception}"
+        self.event("stopped", body)
+
+    def capture_stop(self, stop: Stop) -> str:
+        """What the prompt prints at this stop, for the debug console."""
+        session = self.session
+        session.out = io.StringIO()
+        session.print_stop(stop)
+        return session.out.getvalue().rstrip("\n")
+
+    def _reason(self, stop: Stop) -> str:
+        if stop.reason in (StopReason.EXCEPTION, StopReason.POST_MORTEM):
+            return "exception"
+        if stop.reason is StopReason.BREAKPOINT:
+            return self.breaks.reason_for(stop.breakpoints)
+        if self.entry_pending:
+            self.entry_pending = False
+            return "entry"
+        if self.pausing:
+            self.pausing = False
+            return "pause"
+        return "step"
+
+    def resumed(self) -> None:
+        self.stop = None
+        self.stops.forget_stop()
+
+    # -- the session's life -----------------------------------------------------------------
+    def r_initialize(self, arguments: dict) -> dict:
+        return CAPABILITIES
+
+    def r_launch(self, arguments: dict) -> None:
+        self._configure(arguments)
+
+    def r_attach(self, arguments: dict) -> None:
+        self._configure(arguments)
+
+    def _configure(self, arguments: dict) -> None:
+        self.stop_on_entry = bool(arguments.get("stopOnEntry", False))
+        self.after_response["launch"] = self.after_response["attach"] = \
+            lambda: self.event("initialized")
+
+    def r_configurationDone(self, arguments: dict) -> None:
+        if self.stop_on_entry:
+            self.entry_pending = True
+            self.engine.set_step()
+        elif not self.engine.detached:
+            self.engine.set_continue()
+        self.frontend.configured.set()
+
+    def r_threads(self, arguments: dict) -> dict:
+        threads = self.threads.program_threads()
+        return {"threads": [{"id": self.threads.of(t), "name": t.name} for t in threads]}
+
+    def r_pause(self, arguments: dict) -> None:
+        if self.stop is not None:
+            return   # already stopped
+        frame = sys._current_frames().get(threading.main_thread().ident or 0)
+        self.pausing = True
+        self.engine.stop_soon(frame, "pause")
+        self.frontend.output("dyndbg: pausing at the next dynamo-generated instruction to "
+                             "run; ordinary Python code runs on until then")
+
+    def r_disconnect(self, arguments: dict) -> None:
+        self.detach()
+
+    r_terminate = r_disconnect
+
+    def detach(self) -> None:
+        """The program runs on without the debugger."""
+        if not self.engine.detached:
+            self.engine.detach()
+            self.frontend.output("dyndbg: detached; the program runs to its end")
+        self.frontend.configured.set()
+
+    def checked_stop(self) -> Stop:
+        if self.stop is None:
+            raise RequestError("no thread is stopped")
+        return self.stop

@@ -1,0 +1,258 @@
+"""The DAP server inside the program's process: the engine's front end for
+an editor, as ui/session.py's prompt is for a terminal.
+
+One client at a time, over a socket (the stdio adapter's, or an editor's
+own for `--listen`). A reader thread takes the client's requests. While a
+thread is stopped, every request waits in a queue for that thread: frames
+are read, expressions run and the engine changes on the thread that owns
+them, as at the prompt. While the program runs, the reader thread serves
+the requests that need no stop (breakpoints, threads, pause, sources),
+holding the engine's lock; the others are refused with a reason.
+"""
+from __future__ import annotations
+
+import queue
+import socket
+import threading
+from typing import TYPE_CHECKING, Callable
+
+from dyndbg.dap.protocol import Channel, Message, ProtocolError, RequestError
+from dyndbg.engine.stop import Stop, TraceEvent
+from dyndbg.engine.threads import ENGINE_LOCK
+
+if TYPE_CHECKING:
+    from dyndbg.dap.requests import Requests
+    from dyndbg.engine.debugger import Engine
+
+# Served while the program runs (everything else needs a stopped thread).
+WHILE_RUNNING = {"initialize", "launch", "attach", "configurationDone", "threads",
+                 "setBreakpoints", "setFunctionBreakpoints", "setInstructionBreakpoints",
+                 "setExceptionBreakpoints", "pause", "disconnect", "terminate",
+                 "loadedSources", "source", "disassemble", "dyndbg/setView"}
+# Handled on the stopped thread, they end the stop.
+RESUMING = {"continue", "next", "stepIn", "stepOut", "disconnect", "terminate"}
+
+
+class DapFrontend:
+    """engine.Frontend for one DAP client at a time."""
+
+    def __init__(self) -> None:
+        self.channel: Channel | None = None
+        self.engine: "Engine"
+        self.requests: "Requests"            # set by serve()
+        self.configured = threading.Event()   # configurationDone (or no client any more)
+        self.stopped = False
+        self._state = threading.Lock()        # `stopped` and the queue change together
+        self._queue: queue.Queue[Message] = queue.Queue()
+        self._resumed = False
+        self.sends_exit = False               # --listen: say when the program ends
+
+    # -- engine.Frontend --------------------------------------------------------------
+    def message(self, text: str) -> None:
+        self.output(text)
+
+    def trace(self, event: TraceEvent) -> None:
+        from dyndbg.ui import render
+        self.output(render.trace_line(event, render.renamer(event.frame)))
+
+    def interact(self, stop: Stop) -> None:
+        """Serve the client on this thread until a request resumes the program."""
+        channel = self.channel
+        if channel is None:
+            return   # no client: no stop
+        if self.requests.skips(stop):
+            return
+        with self._state:
+            self.stopped = True
+            self._resumed = False
+        try:
+            self.requests.stopped(stop)
+            while not self._resumed and self.channel is not None:
+                try:
+                    request = self._queue.get(timeout=0.5)
+                except queue.Empty:
+                    continue
+                self._serve(request)
+        finally:
+            with self._state:
+                self.stopped = False
+            self.requests.resumed()
+            self._drain()
+
+    def resume(self) -> None:
+        """The request being served ends the stop."""
+        self._resumed = True
+
+    # -- output -------------------------------------------------------------------------
+    def output(self, text: str, category: str = "console") -> None:
+        channel = self.channel
+        if channel is not None:
+            channel.event("output", {"category": category, "output": text + "\n"})
+
+    # -- the client's requests ----------------------------------------------------------
+    def _read_loop(self, channel: Channel) -> None:
+        while True:
+            try:
+                message = channel.read()
+            except ProtocolError as error:
+                self.output(f"dyndbg: bad message ignored: {error}")
+                continue
+            except (OSError, ValueError):
+                message = None
+            if message is None:
+                self._client_gone()
+                return
+            if message.get("type") == "request":
+                self._take(message)
+
+    def _take(self, request: Message) -> None:
+        """Queue the request for the stopped thread, or serve it now, holding
+        the engine (waiting while a stop or a condition has it)."""
+        while True:
+            with self._state:
+                if self.stopped:
+                    self._queue.put(request)
+                    return
+            if ENGINE_LOCK.acquire(timeout=0.05):
+                try:
+                    with self._state:
+                        stopped = self.stopped
+                    if not stopped:
+                        self._serve(request, running=True)
+                        return
+                finally:
+                    ENGINE_LOCK.release()
+
+    def _drain(self) -> None:
+        """Requests that came in as the stop ended: served as while running."""
+        while True:
+            try:
+                request = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            self._serve(request, running=True)
+
+    def _serve(self, request: Message, running: bool = False) -> None:
+        channel = self.channel
+        if channel is None:
+            return
+        command = str(request.get("command", ""))
+        try:
+            if running and command not in WHILE_RUNNING:
+                raise RequestError(f"{command!r} needs a stopped thread; the program is "
+                                   "running (pause it, or wait for a breakpoint)")
+            handler = self.requests.handler(command)
+            if handler is None:
+                raise RequestError(f"unknown request {command!r}")
+            arguments = request.get("arguments") or {}
+            if not isinstance(arguments, dict):
+                raise RequestError("'arguments' must be an object")
+            body = handler(arguments)
+        except RequestError as error:
+            channel.fail(request, str(error))
+            return
+        except Exception as error:  # noqa: BLE001 - a bad request never kills the adapter
+            channel.fail(request, f"dyndbg: {command} failed: {type(error).__name__}: {error}")
+            return
+        channel.respond(request, body)
+        after = self.requests.after_response.pop(command, None)
+        if after is not None:
+            after()
+        if command in RESUMING and not running:
+            self.resume()
+
+    def _client_gone(self) -> None:
+        """The client closed the connection: detach, the program runs on."""
+        self.channel = None
+        self.configured.set()
+        with self._state:
+            if self.stopped:
+                self._resumed = True
+                self._queue.put({"type": "request", "command": "disconnect", "seq": 0})
+                return
+        with ENGINE_LOCK:
+            self.requests.detach()
+
+    def program_ended(self, status: int) -> None:
+        """The program is ending (`--listen`: the client has no process to watch)."""
+        channel = self.channel
+        if channel is not None and self.sends_exit:
+            channel.event("exited", {"exitCode": status})
+            channel.event("terminated")
+
+    # -- connections ----------------------------------------------------------------------
+    def connect(self, host: str, port: int) -> None:
+        """The stdio adapter's socket (`--dap-connect`)."""
+        connection = socket.create_connection((host, port), timeout=30)
+        connection.settimeout(None)
+        self._start(connection)
+
+    def listen(self, host: str, port: int, announce: Callable[[str], None]) -> int:
+        """Accept clients on HOST:PORT, one at a time; the port bound."""
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        listener.listen(1)
+        bound = listener.getsockname()[1]
+        announce(f"dyndbg: listening on {host}:{bound}")
+        self.sends_exit = True
+        threading.Thread(target=self._accept_loop, args=(listener,),
+                         name="dyndbg-dap-listen", daemon=True).start()
+        return bound
+
+    def _accept_loop(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            if self.channel is not None or self.engine.detached:
+                connection.close()   # one client at a time
+                continue
+            self._start(connection)
+
+    def _start(self, connection: socket.socket) -> None:
+        channel = Channel(connection.makefile("rb"), connection.makefile("wb"))
+        self.channel = channel
+        threading.Thread(target=self._read_loop, args=(channel,),
+                         name="dyndbg-dap-reader", daemon=True).start()
+
+
+_listening: DapFrontend | None = None   # the `--listen` server, told when the program ends
+
+
+def start(connect: tuple[str, int] | None = None, listen: tuple[str, int] | None = None,
+          announce: Callable[[str], None] = print, wait: bool = False) -> DapFrontend:
+    """Attach an engine with a DAP front end: connected to the stdio adapter
+    (`connect`) or serving `listen`. The program waits for the client's
+    configurationDone when connected, or with `wait`."""
+    global _listening
+    from dyndbg.attach import start_engine
+    from dyndbg.dap.requests import Requests
+    from dyndbg.engine.debugger import Engine
+    frontend = DapFrontend()
+    engine = Engine(frontend)
+    frontend.engine = engine
+    frontend.requests = Requests(frontend, engine)
+    start_engine(engine)
+    engine.set_continue()   # no stop until the client asks for one
+    if connect is not None:
+        frontend.connect(*connect)
+    if listen is not None:
+        frontend.listen(*listen, announce)
+        _listening = frontend
+    if connect is not None or wait:
+        wait_for_configuration(frontend)
+    return frontend
+
+
+def wait_for_configuration(frontend: DapFrontend) -> None:
+    """Block the program until the client has sent configurationDone."""
+    while not frontend.configured.wait(0.5):
+        pass
+
+
+def program_ended(status: int) -> None:
+    """The program is ending: a `--listen` client has no process to watch."""
+    if _listening is not None:
+        _listening.program_ended(status)

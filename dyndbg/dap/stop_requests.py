@@ -1,0 +1,309 @@
+"""Requests at a stop: the stack trace, scopes and variables, evaluation,
+exception info, and the requests that run the program on (or back)."""
+from __future__ import annotations
+
+import ast
+import types
+from typing import TYPE_CHECKING
+
+from dyndbg.dap.protocol import RequestError
+from dyndbg.dap.variables import References, StaleReference, variable
+from dyndbg.engine.stop import StopReason
+from dyndbg.ui.session import RUNNING_COMMANDS
+from dyndbg.ui.values import safe_repr
+
+if TYPE_CHECKING:
+    from dyndbg.dap.requests import Requests
+
+# Debug-console commands that would change what the client believes about
+# the program (where it is, its breakpoints): the client's own buttons do these.
+MOVING_COMMANDS = RUNNING_COMMANDS | {"back", "forward", "present", "up", "down", "frame"}
+CLIENT_OWNED = {"break", "tbreak", "clear", "delete", "disable", "enable", "condition",
+                "ignore", "catch", "commands"}
+RECORDED_FRAME = -1   # a frame id's index for the recorded point in view (`back`)
+
+
+class StopRequests:
+    def __init__(self, requests: "Requests") -> None:
+        self.requests = requests
+        self.refs = References()
+        self._frame_ids: dict[int, int] = {}   # DAP frame id -> index in session.frames
+        self._next_frame_id = 1
+
+    @property
+    def session(self):  # type: ignore[no-untyped-def]
+        return self.requests.session
+
+    def forget_stop(self) -> None:
+        """References die on resume (the spec's object lifetime)."""
+        self.refs.clear()
+        self._frame_ids.clear()
+
+    # -- frames ---------------------------------------------------------------------------
+    def _frame_id(self, index: int) -> int:
+        for frame_id, known in self._frame_ids.items():
+            if known == index:
+                return frame_id
+        frame_id = self._next_frame_id
+        self._next_frame_id = self._next_frame_id % 0x7FFFFFFF + 1
+        self._frame_ids[frame_id] = index
+        return frame_id
+
+    def select(self, frame_id: object) -> int:
+        """Select the frame a request names (the innermost when none): its index."""
+        self.requests.checked_stop()
+        if frame_id is None:
+            index = len(self.session.frames) - 1
+        elif not isinstance(frame_id, int) or frame_id not in self._frame_ids:
+            raise RequestError(f"no frame {frame_id!r} at this stop (frame ids die on resume)")
+        else:
+            index = self._frame_ids[frame_id]
+        if index != RECORDED_FRAME:
+            self.session.selected = index
+        return index
+
+    def r_stackTrace(self, arguments: dict) -> dict:
+        stop = self.requests.checked_stop()
+        session = self.session
+        frames: list[dict] = []
+        past = session.past
+        if past is not None:
+            record = past.record
+            frames.append(self.requests.code.frame_dict(
+                self._frame_id(RECORDED_FRAME), f"{record.entry.label()} [{past.note()}]",
+                record.entry, record.instr, record.entry.code.co_filename))
+        for index in range(len(session.frames) - 1, -1, -1):
+            frame = session.frames[index]
+            if past is not None and frame is stop.frame:
+                continue
+            frames.append(self._describe(index, frame))
+        start = arguments.get("startFrame") or 0
+        levels = arguments.get("levels") or 0
+        if not isinstance(start, int) or not isinstance(levels, int) or start < 0 or levels < 0:
+            raise RequestError("startFrame and levels must be integers of 0 or more")
+        shown = frames[start:start + levels] if levels else frames[start:]
+        return {"stackFrames": shown, "totalFrames": len(frames)}
+
+    def _describe(self, index: int, frame: types.FrameType) -> dict:
+        engine = self.requests.engine
+        stop = self.requests.checked_stop()
+        entry = engine.entry_for(frame.f_code)
+        frame_id = self._frame_id(index)
+        if entry is not None:
+            info = engine.info_for(entry)
+            if frame is stop.frame:
+                instr = stop.instr
+            else:
+                lasti = dict(stop.frames or []).get(frame, frame.f_lasti) \
+                    if stop.frames else frame.f_lasti
+                instr = info.containing(lasti) or info.instructions[0]
+            return self.requests.code.frame_dict(frame_id, entry.label(), entry, instr,
+                                                 frame.f_code.co_filename)
+        return {"id": frame_id, "name": frame.f_code.co_name, "line": frame.f_lineno or 0,
+                "column": 1, "presentationHint": "subtle",
+                **self.requests.code.file_source(frame.f_code.co_filename)}
+
+    # -- scopes and variables -------------------------------------------------------------------
+    def r_scopes(self, arguments: dict) -> dict:
+        index = self.select(arguments.get("frameId"))
+        session = self.session
+        stop = self.requests.checked_stop()
+        scopes = []
+        recorded = index == RECORDED_FRAME
+        if recorded or session.past is None:
+            local_values = session.frame_locals() if recorded else \
+                session.frame_locals(session.frame)
+            scopes.append(self._scope("Locals", "locals", list(local_values.items())))
+        on_stop_frame = recorded or (session.past is None and session.frame is stop.frame)
+        if recorded or self.requests.engine.entry_for(session.frame.f_code) is not None:
+            stack, note = session.frame_stack()
+            if stack is None:
+                items: list[tuple[str, object]] = [("(not readable)", _Note(note))]
+            else:
+                items = [(str(i), value) for i, value in enumerate(stack)]
+            scope = self._scope("Value stack", "registers", items)
+            if note and stack is not None:
+                scope["name"] = f"Value stack ({note})"
+            scopes.append(scope)
+        if on_stop_frame and not recorded and stop.entry_locals is not None:
+            scopes.append(self._scope("Arguments at entry", "arguments",
+                                      list(stop.entry_locals.items())))
+        return {"scopes": scopes}
+
+    def _scope(self, name: str, hint: str, items: list[tuple[str, object]]) -> dict:
+        return {"name": name, "presentationHint": hint, "variablesReference":
+                self.refs.scope(items), "namedVariables": len(items), "expensive": False}
+
+    def r_variables(self, arguments: dict) -> dict:
+        self.requests.checked_stop()
+        ref = arguments.get("variablesReference")
+        start, count = arguments.get("start") or 0, arguments.get("count") or 0
+        if not all(isinstance(v, int) for v in (ref, start, count)):
+            raise RequestError("variablesReference, start and count must be integers")
+        try:
+            return {"variables": self.refs.variables(ref, start, count)}
+        except StaleReference:
+            raise RequestError(f"no variables reference {ref} at this stop (references die "
+                               "when the program runs on)") from None
+
+    # -- evaluation -------------------------------------------------------------------------
+    def r_evaluate(self, arguments: dict) -> dict:
+        expression = arguments.get("expression")
+        if not isinstance(expression, str):
+            raise RequestError("'expression' must be a string")
+        self.select(arguments.get("frameId"))
+        context = arguments.get("context") or "repl"
+        if context == "repl":
+            return self._console(expression)
+        if context == "hover" and not _without_side_effects(expression):
+            raise RequestError("hover shows names and attributes only (no calls)")
+        try:
+            value = self.session.evaluate(expression)
+        except Exception as error:  # noqa: BLE001 - the user's expression
+            raise RequestError(f"{type(error).__name__}: {error}") from None
+        shown = variable("", value, self.refs)
+        return {"result": shown["value"], "type": shown.get("type", ""),
+                "variablesReference": shown["variablesReference"]}
+
+    def _console(self, line: str) -> dict:
+        """The debug console: dyndbg's inspection commands, or Python."""
+        session = self.session
+        word = line.strip().split(" ", 1)[0] if line.strip() else ""
+        command = session.command(word) if word else None
+        if command is not None and not session._is_python(line.strip(), word):
+            name = command.__name__[3:]
+            if name in MOVING_COMMANDS:
+                raise RequestError(f"'{word}' moves the program or the view: use the "
+                                   "editor's buttons (continue, step, step back), so that it "
+                                   "knows where the program is")
+            if name in CLIENT_OWNED:
+                raise RequestError(f"'{word}': set breakpoints in the editor (its breakpoint "
+                                   "list is the one it sends)")
+        text = self.requests.capture(line)
+        return {"result": text, "variablesReference": 0}
+
+    def r_exceptionInfo(self, arguments: dict) -> dict:
+        stop = self.requests.checked_stop()
+        exc = stop.exception
+        if exc is None:
+            raise RequestError("not stopped at an exception")
+        import traceback
+        kind = type(exc)
+        return {"exceptionId": kind.__name__, "description": str(exc) or safe_repr(exc),
+                "breakMode": "unhandled" if stop.reason is StopReason.POST_MORTEM else "always",
+                "details": {"message": str(exc), "typeName": kind.__name__,
+                            "fullTypeName": f"{kind.__module__}.{kind.__qualname__}",
+                            "stackTrace": "".join(traceback.format_tb(exc.__traceback__))}}
+
+    # -- running on ---------------------------------------------------------------------------
+    def _at_present(self) -> None:
+        if self.session.past is not None:
+            self.session.past = None
+            self.requests.frontend.output("dyndbg: back at the present (from a recorded point)")
+
+    def _stepped_frame(self) -> types.FrameType:
+        stop = self.requests.checked_stop()
+        if stop.reason is StopReason.POST_MORTEM:
+            raise RequestError("post mortem: the program has already failed; nothing runs "
+                               "any more (continue or disconnect ends the session)")
+        self._at_present()
+        return stop.frame
+
+    def _by_instruction(self, arguments: dict) -> bool:
+        return arguments.get("granularity") == "instruction" or self.requests.code.bytecode_view
+
+    def r_continue(self, arguments: dict) -> dict:
+        self._at_present()
+        self.requests.engine.set_continue()
+        return {"allThreadsContinued": False}
+
+    def r_next(self, arguments: dict) -> None:
+        frame = self._stepped_frame()
+        engine = self.requests.engine
+        if self._by_instruction(arguments):
+            engine.set_next(frame)
+        else:
+            engine.set_next_line(frame)
+
+    def r_stepIn(self, arguments: dict) -> None:
+        frame = self._stepped_frame()
+        engine = self.requests.engine
+        if self._by_instruction(arguments):
+            engine.set_step()
+        else:
+            engine.set_step_line(frame)
+
+    def r_stepOut(self, arguments: dict) -> None:
+        self.requests.engine.set_return(self._stepped_frame())
+
+    def r_stepBack(self, arguments: dict) -> None:
+        self._back("back")
+
+    def r_reverseContinue(self, arguments: dict) -> None:
+        self._back(f"back {len(self.requests.engine.history) or 1}")
+
+    def _back(self, command: str) -> None:
+        """Show a recorded point (the program does not move): a stop event
+        tells the client to read the frames again."""
+        stop = self.requests.checked_stop()
+        if not self.requests.engine.recording and not len(self.requests.engine.history):
+            raise RequestError("stepping back needs the recording: launch with "
+                               "\"record\": true, or evaluate `record on` in the debug console")
+        text = self.requests.capture(command)
+        if text.startswith("***"):
+            raise RequestError(text[4:])
+        self.refs.clear()
+        self._frame_ids.clear()
+        self.requests.frontend.output(text)
+        self.requests.after_response["stepBack"] = self.requests.after_response[
+            "reverseContinue"] = lambda: self.requests.event(
+                "stopped", {"reason": "step", "threadId": self.requests.stop_thread,
+                            "allThreadsStopped": False,
+                            "description": text.splitlines()[0] if text else "recorded point"})
+        del stop
+
+    # -- dyndbg's own views --------------------------------------------------------------------
+    def _view(self, command: str, arguments: dict) -> dict:
+        self.requests.checked_stop()
+        extra = arguments.get("args", "")
+        if not isinstance(extra, str):
+            raise RequestError("'args' must be a string")
+        return {"text": self.requests.capture(f"{command} {extra}".strip())}
+
+    def r_dyndbg_guards(self, arguments: dict) -> dict:
+        return self._view("guards", arguments)
+
+    def r_dyndbg_cache(self, arguments: dict) -> dict:
+        return self._view("cache", arguments)
+
+    def r_dyndbg_graph(self, arguments: dict) -> dict:
+        return self._view("graph", arguments)
+
+
+class _Note:
+    """A line of text shown as a variable's value (why a stack is not readable)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _without_side_effects(expression: str) -> bool:
+    """A name, or names and attributes with constant subscripts: what a hover may read."""
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except (SyntaxError, ValueError):
+        return False
+    node = tree.body
+    while True:
+        if isinstance(node, ast.Name):
+            return True
+        if isinstance(node, ast.Attribute):
+            node = node.value
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            node = node.value
+        else:
+            return False
+
