@@ -233,4 +233,8 @@ def main() -> int:
     client = Channel(sys.stdin.buffer, sys.stdout.buffer)
     # Nothing else may write to the protocol stream: a stray print goes to stderr.
     sys.stdout = sys.stderr
-    return Adapter(client).run()
+    status = Adapter(client).run()
+    # The client's reader thread may be blocked on stdin: leave without
+    # waiting for it (interpreter shutdown would abort on its lock).
+    sys.stderr.flush()
+    os._exit(status)

@@ -40,6 +40,12 @@ class BreakpointRequests:
     def table(self):  # type: ignore[no-untyped-def]
         return self.requests.engine.breakpoints
 
+    @property
+    def wants_exception_stops(self) -> bool:
+        """The engine's exception stops are those of the default filter, or
+        of `catch exception` (the "raised" filter)."""
+        return self.stops_on_stepped_exceptions or self._catch is not None
+
     def reason_for(self, hit: list[Breakpoint]) -> str:
         kinds = {self._kind.get(bp.number, "") for bp in hit}
         for kind in (FUNCTION, INSTRUCTION):
@@ -168,8 +174,8 @@ class BreakpointRequests:
         result = {"id": bp.number, "verified": self._bound(bp), **shown}
         if not result["verified"]:
             self._pending.add(bp.number)
-            result["message"] = "pending: no matching generated code yet (it binds when " \
-                "dynamo compiles it)"
+            result["message"] = self.requests.session.breaking.resolution(bp) + \
+                " (it binds when dynamo compiles it)"
         return result
 
     def _bound(self, bp: Breakpoint) -> bool:

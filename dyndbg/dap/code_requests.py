@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 # sourceReferences: a generated code object's bytecode view is its serial + 1;
 # a file that exists only in linecache (FX graph code) gets one from here up.
 FILE_REFERENCES = 1 << 24
+FX_GRAPH_FILE = "<eval_with_key>"   # torch.fx's name for a graph module's generated code
 
 
 class CodeRequests:
@@ -28,6 +29,7 @@ class CodeRequests:
         self.bytecode_view = False           # frames point at the bytecode view
         self._listings: dict[int, BytecodeListing] = {}   # serial -> listing
         self._file_refs: dict[str, int] = {}              # linecache-only file -> reference
+        self._announced: set[str] = set()                 # sources told by `loadedSource`
 
     # -- sources -----------------------------------------------------------------------------
     def entry_of(self, serial: int) -> GeneratedCode | None:
@@ -88,9 +90,16 @@ class CodeRequests:
             raise RequestError(f"no source {ref}: no generated code object {ref - 1}")
         return {"content": self.listing(entry).text, "mimeType": "text/x-python"}
 
+    def graph_sources(self) -> list[dict]:
+        """FX graph code: torch keeps each graph's `forward` source in linecache."""
+        names = [name for name in list(linecache.cache) if name.startswith(FX_GRAPH_FILE)]
+        return [self.file_source(name)["source"] for name in names
+                if linecache.getlines(name)]
+
     def r_loadedSources(self, arguments: dict) -> dict:
         return {"sources": [self.bytecode_source(entry)
-                            for entry in self.requests.engine.registry.entries()]}
+                            for entry in self.requests.engine.registry.entries()]
+                + self.graph_sources()}
 
     def r_dyndbg_setView(self, arguments: dict) -> dict:
         view = arguments.get("view")
@@ -125,11 +134,20 @@ class CodeRequests:
 
     # -- new code ----------------------------------------------------------------------------
     def code_added(self, entry: GeneratedCode) -> None:
-        """Events for a new generated code object (on the thread compiling it)."""
-        self.requests.event("loadedSource", {"reason": "new",
-                                             "source": self.bytecode_source(entry)})
+        """Events for a new generated code object and the FX graphs compiled
+        with it (on the thread compiling it): `loadedSource`, and dyndbg's
+        `dyndbg/compile`, then `dyndbg/recompile` or `dyndbg/graphBreak` (a
+        resume function is the rest of a frame after a graph break)."""
+        for source in [self.bytecode_source(entry)] + [
+                s for s in self.graph_sources() if s["name"] not in self._announced]:
+            self._announced.add(source["name"])
+            self.requests.event("loadedSource", {"reason": "new", "source": source})
         compile_id = entry.compile_id
-        self.requests.event("dyndbg/compile", {
-            "label": entry.label(), "function": entry.function, "compileId": compile_id,
-            "kind": "resume" if entry.is_resume else entry.kind,
-            "recompile": compile_id is not None and not compile_id.endswith("/0")})
+        recompile = compile_id is not None and not compile_id.endswith("/0")
+        body = {"label": entry.label(), "function": entry.function, "compileId": compile_id,
+                "kind": "resume" if entry.is_resume else entry.kind, "recompile": recompile}
+        self.requests.event("dyndbg/compile", body)
+        if recompile:
+            self.requests.event("dyndbg/recompile", body)
+        if entry.is_resume:
+            self.requests.event("dyndbg/graphBreak", body)

@@ -118,8 +118,7 @@ class Requests:
     # -- stops --------------------------------------------------------------------------
     def skips(self, stop: Stop) -> bool:
         """A stop the client's exception filters turn down."""
-        return stop.reason is StopReason.EXCEPTION and not stop.breakpoints and \
-            not self.breaks.stops_on_stepped_exceptions
+        return stop.reason is StopReason.EXCEPTION and not self.breaks.wants_exception_stops
 
     def stopped(self, stop: Stop) -> None:
         self.stop = stop

@@ -54,7 +54,7 @@ class BreakpointCommands:
                                f"starts; use {index + 1}")
         return InstructionTarget(entry.code, instr.offset, index, entry.label())
 
-    def _resolution(self, bp: Breakpoint) -> str:
+    def resolution(self, bp: Breakpoint) -> str:
         """`resolved: ...` or `pending: ...`, from the generated code seen so far."""
         engine = self.host.engine
         target = bp.target
@@ -86,7 +86,7 @@ class BreakpointCommands:
             return
         self.host.write("Num  Type   State     Where")
         for bp in shown:
-            self.host.write(bp.describe(self._resolution(bp)))
+            self.host.write(bp.describe(self.resolution(bp)))
             # gdb's N.M, where one breakpoint stands for several places (or one is off)
             if len(bp.locations) > 1 or any(not loc.enabled for loc in bp.locations):
                 for loc in bp.locations:
@@ -100,7 +100,7 @@ class BreakpointCommands:
         target = self._target(spec)
         bp = self.host.engine.breakpoints.add(target, temporary, condition)
         kind = "Temporary breakpoint" if temporary else "Breakpoint"
-        resolution = self._resolution(bp)
+        resolution = self.resolution(bp)
         self.host.write(f"{kind} {bp.number} at {target.describe()}"
                         + (f" ({resolution})" if resolution else ""))
 
