@@ -2,7 +2,7 @@
 
 __version__ = "0.1.0"
 
-_API = ("set_trace", "breakpoint", "debug", "post_mortem")
+_API = ("set_trace", "breakpoint", "debug", "post_mortem", "listen", "wait_for_client")
 
 
 def __getattr__(name: str) -> object:

@@ -64,6 +64,29 @@ calls this from the transformed code; dyndbg stops in that dynamo frame right
 after the call, at the graph boundary."""
 
 
+def listen(port: int = 5678, host: str = "127.0.0.1") -> int:
+    """Serve the Debug Adapter Protocol on HOST:PORT for an editor to attach
+    to (as debugpy.listen); returns the port bound (PORT 0: any free one).
+    Anyone who can reach the port can run code in this process: keep the
+    host loopback unless the network is yours."""
+    from dyndbg.dap import server
+    if _attach.current() is not None:
+        raise RuntimeError("dyndbg is already attached to this process")
+    frontend = server.start(listen=(host, port),
+                            announce=lambda text: print(text, file=sys.stderr, flush=True))
+    return frontend.port
+
+
+def wait_for_client() -> None:
+    """After listen(): block until an editor has attached and sent its
+    breakpoints (configurationDone)."""
+    from dyndbg.dap import server
+    frontend = server.listening()
+    if frontend is None:
+        raise RuntimeError("call dyndbg.listen() first")
+    server.wait_for_configuration(frontend)
+
+
 class GeneratedView(NamedTuple):
     """One code object dynamo generated, as dyndbg tracks it."""
 

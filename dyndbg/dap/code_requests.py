@@ -13,6 +13,7 @@ from dyndbg.dap.bytecode_source import BytecodeListing, bytecode_listing, virtua
 from dyndbg.dap.protocol import RequestError
 from dyndbg.dynamo.registry import GeneratedCode
 from dyndbg.engine.codeinfo import Instr
+from dyndbg.ui import render
 
 if TYPE_CHECKING:
     from dyndbg.dap.requests import Requests
@@ -129,8 +130,11 @@ class CodeRequests:
         if parsed is None or entry is None:
             raise RequestError(f"{reference!r} is not the address of generated code")
         info = self.requests.engine.info_for(entry)
+        stop = self.requests.stop
+        # As `ll` names dynamo's globals (`graph 2`), where a stopped frame has them.
+        rename = render.renamer(stop.frame) if stop is not None else (lambda text: text)
         return {"instructions": disassemble(entry, info, parsed[1], offset,
-                                            instruction_offset, count)}
+                                            instruction_offset, count, rename)}
 
     # -- new code ----------------------------------------------------------------------------
     def code_added(self, entry: GeneratedCode) -> None:

@@ -11,6 +11,7 @@ holding the engine's lock; the others are refused with a reason.
 """
 from __future__ import annotations
 
+import atexit
 import queue
 import socket
 import threading
@@ -46,6 +47,7 @@ class DapFrontend:
         self._queue: queue.Queue[Message] = queue.Queue()
         self._resumed = False
         self.sends_exit = False               # --listen: say when the program ends
+        self.port: int | None = None          # the port listened on
 
     # -- engine.Frontend --------------------------------------------------------------
     def message(self, text: str) -> None:
@@ -173,11 +175,14 @@ class DapFrontend:
         with ENGINE_LOCK:
             self.requests.detach()
 
-    def program_ended(self, status: int) -> None:
-        """The program is ending (`--listen`: the client has no process to watch)."""
+    def program_ended(self, status: int | None) -> None:
+        """The program is ending (`--listen`: the client has no process to
+        watch); said once, with the exit status where the CLI knows it."""
         channel = self.channel
         if channel is not None and self.sends_exit:
-            channel.event("exited", {"exitCode": status})
+            self.sends_exit = False
+            if status is not None:
+                channel.event("exited", {"exitCode": status})
             channel.event("terminated")
 
     # -- connections ----------------------------------------------------------------------
@@ -195,7 +200,9 @@ class DapFrontend:
         listener.listen(1)
         bound = listener.getsockname()[1]
         announce(f"dyndbg: listening on {host}:{bound}")
+        self.port = bound
         self.sends_exit = True
+        atexit.register(self.program_ended, None)   # dyndbg.listen(): the status is unknown
         threading.Thread(target=self._accept_loop, args=(listener,),
                          name="dyndbg-dap-listen", daemon=True).start()
         return bound
@@ -250,6 +257,11 @@ def wait_for_configuration(frontend: DapFrontend) -> None:
     """Block the program until the client has sent configurationDone."""
     while not frontend.configured.wait(0.5):
         pass
+
+
+def listening() -> DapFrontend | None:
+    """The `--listen` (or dyndbg.listen()) server of this process, if any."""
+    return _listening
 
 
 def program_ended(status: int) -> None:

@@ -214,7 +214,9 @@ def variable(name: str, value: object, refs: References) -> dict:
     kind = _guarded(lambda: type_name(value), "type")
     result: dict = {"name": name,
                     "value": text if isinstance(text, str) else cut(safe_repr(value)),
-                    "type": kind if isinstance(kind, str) else type(value).__name__,
+                    # the listings leave the type out where the summary names it; DAP's column is its own
+                    "type": (kind if isinstance(kind, str) else "")
+                    or ("" if value is NULL else type(value).__name__),
                     "variablesReference": 0}
     expansion = _expansion(value)
     if expansion is None:
