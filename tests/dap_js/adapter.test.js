@@ -37,6 +37,8 @@ test('stops at entry, shows the stack and the disassembly, steps one instruction
         assert.ok(frames.length >= 1 && frames.length <= 20, `${frames.length} frames`);
         const top = frames[0];
         assert.strictEqual(top.name, 'f [0/0]');
+        const compiled = await s.event('dyndbg/compile', (e) => e.body.label === top.name);
+        assert.deepStrictEqual([compiled.body.kind, compiled.body.recompile], ['transformed', false]);
         assert.ok(top.source && samePath(top.source.path, SAMPLE), JSON.stringify(top.source));
         const ip = top.instructionPointerReference;
         assert.match(ip, /^0x[0-9a-f]+$/);
@@ -95,6 +97,9 @@ test('a pending function breakpoint on a resume function binds, then stops', LIM
         assert.ok((stopped.body.hitBreakpointIds || []).includes(pending.id), JSON.stringify(stopped.body));
         const top = await s.top(stopped.body.threadId);
         assert.match(top.name, /^torch_dynamo_resume_in_f_at_\d+ \[\d+\/\d+\]$/);
+        // What the extension's compile log shows: the resume function, a graph break.
+        const compiled = await s.event('dyndbg/compile', (e) => e.body.label === top.name);
+        assert.strictEqual(compiled.body.kind, 'resume');
     } finally {
         await s.close();
     }
