@@ -11,13 +11,12 @@ from __future__ import annotations
 import types
 from typing import Protocol
 
-from dyndbg.cpython import (StackUnavailable, argument_names, is_return, read_value_stack,
-                            stack_support)
+from dyndbg.cpython import StackUnavailable, argument_names, read_value_stack, stack_support
 from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
 from dyndbg.dynamo.edits import EDITS
 from dyndbg.dynamo.markers import torch_has_marker
 from dyndbg.engine.breakpoints import BreakpointTable
-from dyndbg.engine.codeinfo import CodeInfo, code_info
+from dyndbg.engine.codeinfo import CodeInfo, Instr, code_info
 from dyndbg.engine.conditions import Conditions
 from dyndbg.engine.control import ConditionInterrupted, DyndbgQuit
 from dyndbg.engine.history import History
@@ -162,6 +161,12 @@ class Engine:
     def set_next(self, frame: types.FrameType, count: int = 1) -> None:
         self._resume_with(Mode(StepKind.NEXT, frame, count=count))
 
+    def set_next_line(self, frame: types.FrameType, count: int = 1) -> None:
+        self._resume_with(Mode.lines(frame, self._instr_at(frame), count))
+
+    def set_step_line(self, frame: types.FrameType, count: int = 1) -> None:
+        self._resume_with(Mode.lines(frame, self._instr_at(frame), count, into=True))
+
     def set_return(self, frame: types.FrameType) -> None:
         self._resume_with(Mode(StepKind.RETURN, frame))
 
@@ -171,18 +176,17 @@ class Engine:
     def set_continue(self) -> None:
         self._resume_with(Mode(StepKind.CONTINUE))
 
+    def rearm(self) -> None:
+        """Breakpoints changed while the program runs (an editor's): trace for them now."""
+        self._resume_with(self._mode)
+
     def _resume_with(self, mode: Mode) -> None:
         self.mode = mode
         self.tracer.retrace()
         self.hooks.set_callback_active(self._wants_callback())
 
     def _wants_callback(self) -> bool:
-        """torch's C callback, before every run of generated code: only while
-        the mechanism needs it and something can stop; always once some code
-        holds torch's markers (unhooked, torch would start its own debugger)."""
-        if self.registry.has_markers:
-            return True
-        return self.tracer.needs_code_callback and (self.policy.stepping or not self.policy.idle())
+        return self.policy.wants_callback(self.tracer.needs_code_callback)
 
     @property
     def traces_globally(self) -> bool:
@@ -215,6 +219,10 @@ class Engine:
 
     def info_for(self, entry: GeneratedCode) -> CodeInfo:
         return code_info(entry.extra, entry.code)
+
+    def _instr_at(self, frame: types.FrameType) -> Instr | None:
+        entry = self.registry.get(frame.f_code)
+        return None if entry is None else self.info_for(entry).containing(frame.f_lasti)
 
     # -- torch's hooks ------------------------------------------------------------
     def _on_code_start(self, code: types.CodeType) -> None:
@@ -264,9 +272,7 @@ class Engine:
         self.forget(frame)
         if self.policy.tracing:
             self._trace(TraceKind.RETURN, frame, value=value)
-        if self.mode.frame is frame:
-            # The frame we were stepping over left: stop at the next generated
-            # instruction, in the caller if it is generated code.
+        if self.mode.frame is frame:   # stepped off: the next generated instruction, anywhere
             self.mode = Mode(StepKind.STEP)
 
     def on_idle(self) -> None:
@@ -316,12 +322,9 @@ class Engine:
         hit = self.breakpoints.hit(
             entry, info, frame, instr, stack,
             lambda expr: self.conditions.evaluate(frame, expr, stack), self.frontend.message)
-        if hit:
-            reason = StopReason.BREAKPOINT
-        elif self.mode.stops_at(frame, instr.index, is_return(instr.opname)):
-            reason = StopReason.STEP
-        else:
+        if not hit and not self.mode.stops_at(frame, instr):
             return
+        reason = StopReason.BREAKPOINT if hit else StopReason.STEP
         values = stack()
         self._stop(Stop(frame, entry, info, instr, reason, values, read[0][1], hit,
                         why=self.mode.why if reason is StopReason.STEP else ""))

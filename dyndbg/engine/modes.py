@@ -7,12 +7,16 @@ import types
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from dyndbg.cpython import is_return
+from dyndbg.engine.codeinfo import Instr
+
 
 class StepKind(enum.Enum):
     STEP = "step"            # the next generated instruction, any frame
     NEXT = "next"            # the next instruction of one frame
     RETURN = "return"        # that frame's return instruction
     UNTIL = "until"          # an instruction of that frame at or past an index
+    LINE = "line"            # the next user source line of one frame (`into`: or another frame)
     CONTINUE = "continue"    # breakpoints and catchpoints only
 
 
@@ -21,29 +25,60 @@ class Mode:
     """Where the next stop may happen."""
 
     kind: StepKind = StepKind.STEP
-    frame: types.FrameType | None = None   # for NEXT, RETURN, UNTIL
-    count: int = 1                         # step N / next N
+    frame: types.FrameType | None = None   # for NEXT, RETURN, UNTIL, LINE
+    count: int = 1                         # step N / next N / nextline N
     until_index: int = -1
     why: str = ""                          # said at the stop, e.g. "after dyndbg.breakpoint()"
+    line: int | None = None                # LINE: the user line being stepped off
+    last_index: int = -1                   # LINE: the frame's last instruction seen
+    into: bool = False                     # LINE: stop in any other generated frame too
+    looped: bool = False                   # LINE: a jump back since the last line stop
+
+    @classmethod
+    def lines(cls, frame: types.FrameType, here: Instr | None, count: int = 1,
+              into: bool = False) -> Mode:
+        """LINE mode from `frame`'s current instruction `here` (None if unknown)."""
+        return cls(StepKind.LINE, frame, count, line=None if here is None else here.line,
+                   last_index=-1 if here is None else here.index, into=into)
 
     @property
     def stepping(self) -> bool:
         """Every generated instruction may stop (the engine decides which)."""
         return self.kind is not StepKind.CONTINUE
 
-    def stops_at(self, frame: types.FrameType, index: int, returns: bool) -> bool:
-        """Whether this mode stops before the instruction `index` of `frame`
-        (`returns`: it is a return); a step or next count counts down here."""
+    def stops_at(self, frame: types.FrameType, instr: Instr) -> bool:
+        """Whether this mode stops before `instr` of `frame`; a step, next or
+        line count counts down here."""
         if self.kind is StepKind.CONTINUE:
             return False
         if self.kind is StepKind.RETURN:
-            return frame is self.frame and returns
+            return frame is self.frame and is_return(instr.opname)
         if self.kind is StepKind.UNTIL:
-            return frame is self.frame and index >= self.until_index
+            return frame is self.frame and instr.index >= self.until_index
+        if self.kind is StepKind.LINE and not self._new_line(frame, instr):
+            return False
         if self.kind is StepKind.NEXT and frame is not self.frame:
             return False
         self.count -= 1
         return self.count <= 0
+
+    def _new_line(self, frame: types.FrameType, instr: Instr) -> bool:
+        """LINE: `instr` starts a user line other than the one being stepped
+        off, or the same one again after a jump back (a loop: CPython's line
+        events, hence pdb's `next`, count a backward jump as a new entry).
+        With `into`, another generated frame's first instruction seen counts
+        too. A line that counts becomes the one stepped off (for a count)."""
+        if frame is not self.frame:
+            if not self.into:
+                return False   # calls run through
+            self.frame = frame
+        else:
+            self.looped |= instr.index <= self.last_index
+            if instr.line is None or (instr.line == self.line and not self.looped):
+                self.last_index = instr.index
+                return False
+        self.line, self.last_index, self.looped = instr.line, instr.index, False
+        return True
 
 
 class TraceLevel(enum.IntEnum):

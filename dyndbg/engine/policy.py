@@ -66,6 +66,14 @@ class TracePolicy:
         return not any(bp.enabled and not isinstance(bp.target, MarkerTarget)
                        for bp in self.breakpoints)
 
+    def wants_callback(self, mechanism_needs_it: bool) -> bool:
+        """torch's C callback, before every run of generated code: only while
+        the mechanism needs it and something can stop; always once some code
+        holds torch's markers (unhooked, torch would start its own debugger)."""
+        if self.registry.has_markers:
+            return True
+        return mechanism_needs_it and (self.stepping or not self.idle())
+
     def trace_level(self, entry: GeneratedCode, frame: types.FrameType | None = None,
                     recording: bool = True) -> TraceLevel:
         """How much of a generated frame must be traced for every possible stop

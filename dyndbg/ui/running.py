@@ -1,4 +1,5 @@
-"""The commands that run the program: step, next, return, until, continue, quit."""
+"""The commands that run the program: step, next, nextline, stepline, return,
+until, continue, quit."""
 from __future__ import annotations
 
 import types
@@ -14,24 +15,49 @@ class RunningCommands:
         self.host = host
 
     def do_step(self, arg: str) -> None:
-        """s(tep) [N]
+        """s(tep) | si | stepi [N]
         Run the next instruction (N instructions), stopping in any dynamo-generated
-        frame, including one that the current instruction calls."""
+        frame, including one that the current instruction calls. By instruction,
+        as gdb's stepi; stepline steps by source line."""
         self.host.engine.set_step(parse_count(arg, "step count"))
         self.host.resume()
 
-    do_s = do_step
+    do_s = do_si = do_stepi = do_step
 
     def do_next(self, arg: str) -> None:
-        """n(ext) [N]
+        """n(ext) | ni | nexti [N]
         Run to the next instruction of the selected frame (N instructions), as
         pdb does after `up`; calls run through. When the frame returns, stop at
-        the next generated instruction."""
+        the next generated instruction. By instruction, as gdb's nexti;
+        nextline steps by source line."""
         count = parse_count(arg, "step count")
         self.host.engine.set_next(self._selected_frame("next"), count)
         self.host.resume()
 
-    do_n = do_next
+    do_n = do_ni = do_nexti = do_next
+
+    def do_nextline(self, arg: str) -> None:
+        """nextline | nl [N]
+        Run to the next of your source lines in the selected frame's generated
+        code (N lines), as gdb's next: calls run through, and a jump back to
+        the same line (a loop) is a new line. When the frame returns, stop at
+        the next generated instruction."""
+        count = parse_count(arg, "line count")
+        self.host.engine.set_next_line(self._selected_frame("nextline"), count)
+        self.host.resume()
+
+    do_nl = do_nextline
+
+    def do_stepline(self, arg: str) -> None:
+        """stepline | sl [N]
+        As nextline, but also stop at the first instruction of any other
+        dynamo-generated frame that runs meanwhile (a resume function the
+        frame calls), as gdb's step."""
+        count = parse_count(arg, "line count")
+        self.host.engine.set_step_line(self._selected_frame("stepline"), count)
+        self.host.resume()
+
+    do_sl = do_stepline
 
     def do_return(self, arg: str) -> None:
         """r(eturn)
