@@ -292,7 +292,12 @@ class DapClient:
         with self._cond:
             kind = message.get("type")
             if kind == "response" and isinstance(message.get("request_seq"), int):
-                self._responses[message["request_seq"]] = message
+                answered = message["request_seq"]
+                if answered in self._responses or not 0 < answered <= self._seq:
+                    self._problems.append(
+                        f"a {'second' if answered in self._responses else 'stray'} response to "
+                        f"request {answered} (requests sent: 1..{self._seq}):\n{_shown(message)}")
+                self._responses.setdefault(answered, message)
             elif kind == "event":
                 self.events.append(message)
             elif kind == "request":
@@ -300,8 +305,11 @@ class DapClient:
             self._cond.notify_all()
 
     def _check(self) -> None:
-        if self._problems:
-            raise AssertionError("\n\n".join(self._problems) + self.diagnostics())
+        """Fails on what the reader found wrong (each problem once)."""
+        with self._cond:   # an RLock: callers may hold it
+            problems, self._problems = self._problems, []
+        if problems:
+            raise AssertionError("\n\n".join(problems) + self.diagnostics())
 
     # sending
     def send_request(self, command: str, arguments: Any = None, *,
