@@ -69,22 +69,24 @@ def test_nextline_stops_at_the_first_instruction_of_the_next_line(
     assert len(f.find_all(line=7)) > 10   # a step of many instructions, not one
 
 
-def test_repeated_nextline_leaves_the_frame_then_stops_at_the_next_generated_code(
+def test_nextline_goes_on_in_the_resume_function_then_stops_after_it(
         tmp_path: Path, graph_break_code: GraphBreakCode) -> None:
-    # 7 -> 10 in f [0/0]; line 10 is f's last: the resume function f calls there
-    # runs through, f returns, and the stop is at the next generated instruction
-    # (f's second call); there, again 7 -> 10.
+    # 7 -> 10 in f [0/0]. At 10, f calls its resume function: the rest of f, so
+    # the line step goes on in it; it holds no line after 10 (11 and 12 are in
+    # its graph), returns, and the stop is at the next generated instruction,
+    # f's RETURN_VALUE; from there, f's second call (7 again).
     stops, transcript = _session(GRAPH_BREAK, ["nl", "nl", "nl", "c"], tmp_path)
     f = graph_break_code.f
     assert [(s["label"], _source_line(s)) for s in stops] == [("f [0/0]", 7), ("f [0/0]", 10),
-                                                             ("f [0/0]", 7), ("f [0/0]", 10)]
-    assert [s["index"] for s in stops] == [_first(f).index, _line_start(f, 10).index] * 2
-    assert RESUME not in transcript   # never stopped in it
+                                                             ("f [0/0]", 10), ("f [0/0]", 7)]
+    assert [s["index"] for s in stops] == [_first(f).index, _line_start(f, 10).index,
+                                           f.find("RETURN_VALUE").index, _first(f).index]
+    assert RESUME not in transcript   # no line of its own to stop at
 
 
-def test_stepline_enters_the_resume_function_that_nextline_runs_through(
+def test_stepline_stops_at_the_resume_function_start(
         tmp_path: Path, graph_break_code: GraphBreakCode) -> None:
-    # From line 10 of f, where nextline runs the resume function through (above):
+    # From line 10 of f, where nextline goes on in the resume function to a new line (above):
     # stepline stops at its first instruction; there, stepline finds no other
     # line, the resume function returns, and the stop is in f, after its call.
     stops, _ = _session(GRAPH_BREAK, ["nl", "stepline", "sl", "c", "c"], tmp_path)
@@ -97,17 +99,17 @@ def test_stepline_enters_the_resume_function_that_nextline_runs_through(
 
 def test_after_up_the_line_steps_act_on_the_selected_frame(
         tmp_path: Path, graph_break_code: GraphBreakCode) -> None:
-    # Up from the resume function into f, at its line 10: nextline runs the
-    # resume function to its end, and f's return too, as f has no line after
-    # 10 (where `n` stops at f's RETURN_VALUE, tests/test_pdb_habits.py);
-    # stepline stops in the frame below, at its next instruction, as pdb's step.
+    # Up from the resume function into f, at its line 10: nextline goes on in
+    # the resume function (the rest of f), which has no line after 10, and
+    # stops after it returns, at f's RETURN_VALUE; stepline stops in the frame
+    # below, at its next instruction, as pdb's step.
     commands = ["b torch_dynamo_resume_in_*", "c", "up", "nextline", "c", "up", "stepline", "c",
                 "c"]
     stops, _ = _session(GRAPH_BREAK, commands, tmp_path)
     f, resume = graph_break_code.f, graph_break_code.resume
     assert [(s["label"], s["index"]) for s in stops] == [
         ("f [0/0]", _first(f).index), (RESUME, _first(resume).index),
-        ("f [0/0]", _first(f).index), (RESUME, _first(resume).index),
+        ("f [0/0]", f.find("RETURN_VALUE").index), (RESUME, _first(resume).index),
         (RESUME, resume.successors(_first(resume))[0])], stops
 
 
@@ -214,3 +216,13 @@ def test_line_mode_counts_a_jump_back_as_a_new_entry() -> None:
     assert _stops(Mode.lines(frame, _instr(10, 14)), loop) == [9]
     # a jump back onto the current instruction (a JUMP_BACKWARD to itself) too
     assert _stops(Mode.lines(frame, _instr(10, 14)), [(frame, _instr(10, 14))]) == [10]
+
+
+def test_nextline_at_a_graph_break_goes_on_to_the_next_line_in_the_resume_function(
+        tmp_path: Path) -> None:
+    # g's line 13 calls the resume function that holds lines 13, 14 and 15: an
+    # editor's F10 there reaches line 14, in the resume function (the rest of g).
+    stops, _ = _session(LOOP, ["nl", "nl", "c"], tmp_path)
+    resume = "torch_dynamo_resume_in_g_at_13 [not compiled]"
+    assert [(s["label"], _source_line(s)) for s in stops] == [
+        ("g [0/0]", 10), ("g [0/0]", 13), (resume, 14)], stops

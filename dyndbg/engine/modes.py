@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from dyndbg.cpython import is_return
+from dyndbg.dynamo.registry import is_resume_name
 from dyndbg.engine.codeinfo import Instr
 
 
@@ -67,7 +68,14 @@ class Mode:
         off, or the same one again after a jump back (a loop: CPython's line
         events, hence pdb's `next`, count a backward jump as a new entry).
         With `into`, another generated frame's first instruction seen counts
-        too. A line that counts becomes the one stepped off (for a count)."""
+        too. A resume function the frame calls is the rest of the same user
+        function (after a graph break): the step goes on in it, line by line,
+        as F10 over `print()` reaches the next line. A line that counts
+        becomes the one stepped off (for a count)."""
+        if not self.into and frame is not self.frame and \
+                getattr(frame, "f_back", None) is self.frame and \
+                is_resume_name(frame.f_code.co_name):
+            self.frame, self.last_index, self.looped = frame, -1, False
         if frame is not self.frame:
             if not self.into:
                 return False   # calls run through

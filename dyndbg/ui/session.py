@@ -27,7 +27,8 @@ from dyndbg.ui.terminal import PromptReader
 from dyndbg.ui.values import safe_repr
 
 # Commands that would run the program: post mortem, c and q end the session, the rest refuse.
-RUNNING_COMMANDS = {"step", "next", "return", "until", "continue", "quit"}
+RUNNING_COMMANDS = {"step", "next", "nextline", "stepline", "return", "until", "continue",
+                    "quit"}
 # pdb's `?` for help: a name no `do_` method can have.
 SPELLINGS = {"?": "help"}
 
