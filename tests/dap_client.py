@@ -2,17 +2,11 @@
 
 It talks to `python -m dyndbg.dap` over stdio (`DapClient.start_adapter`) or
 to a program served by `python -m dyndbg --listen` over TCP
-(`DapClient.connect`), and checks EVERY message, in both directions, against
-the official schema (debugProtocol.json, shipped in the debugpy wheel, a test
-dependency): `<Command>Request`, `<Command>Response` (`ErrorResponse` when
-`success` is false), `<Name>Event`, or the generic Request/Response/Event for
-what the schema does not define (dyndbg's `dyndbg/...` commands and events).
-A violation fails the test with the schema's message and the offending JSON.
-The adapter's `seq` must count 1, 2, 3... as the spec says.
-
-Written here, not taken from dyndbg/dap/, so that the tests do not share the
-server's reading of the protocol. The framing and the schema names are pure
-(tests/test_dap_client_unit.py).
+(`DapClient.connect`, with `ListeningProgram` to start one), and checks EVERY
+message, in both directions, against DAP's schema (dap_wire.py). A
+violation fails the test with the schema's message and the offending JSON;
+so do a peer `seq` that does not count 1, 2, 3... as the spec says, and a
+second or stray response.
 """
 from __future__ import annotations
 
@@ -26,147 +20,13 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
-Message = dict
+from dap_wire import FrameParser, Message, SchemaViolation, shown, encode, schema_errors, validate
 
 # Importing torch takes 5-15 s on an idle machine; this one is shared by several
 # people on 2 cores, so every wait is generous.
 TIMEOUT = 240.0
-
-
-# -- framing (pure) ----------------------------------------------------------
-
-class FramingError(AssertionError):
-    """Bytes that are not DAP's base protocol."""
-
-
-def encode(message: Message) -> bytes:
-    body = json.dumps(message).encode("utf-8")
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
-class FrameParser:
-    """Splits a byte stream into messages: a header block (`Content-Length: N`,
-    other headers allowed, each line ended by CRLF) and a blank line, then N
-    bytes of UTF-8 JSON. Fed any chunks; keeps what is incomplete."""
-
-    def __init__(self) -> None:
-        self._buffer = b""
-
-    def feed(self, data: bytes) -> list[Message]:
-        self._buffer += data
-        messages: list[Message] = []
-        while True:
-            end = self._buffer.find(b"\r\n\r\n")
-            if end < 0:
-                if len(self._buffer) > 4096 and b"\r\n\r\n" not in self._buffer[:4096]:
-                    raise FramingError(f"no header end in {self._buffer[:200]!r}")
-                return messages
-            length = self._content_length(self._buffer[:end])
-            start = end + 4
-            if len(self._buffer) - start < length:
-                return messages
-            body = self._buffer[start:start + length]
-            self._buffer = self._buffer[start + length:]
-            try:
-                message = json.loads(body.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError) as error:
-                raise FramingError(f"a body that is not UTF-8 JSON ({error}): {body[:300]!r}") from None
-            if not isinstance(message, dict):
-                raise FramingError(f"a message that is not a JSON object: {body[:300]!r}")
-            messages.append(message)
-
-    @property
-    def pending(self) -> bytes:
-        """Bytes received that do not make a whole message yet."""
-        return self._buffer
-
-    @staticmethod
-    def _content_length(header: bytes) -> int:
-        length = None
-        for line in header.split(b"\r\n"):
-            name, colon, value = line.partition(b":")
-            if not colon:
-                raise FramingError(f"a header line without a colon: {line[:200]!r} in {header[:300]!r}")
-            if name.strip().lower() == b"content-length":
-                if not value.strip().isdigit():
-                    raise FramingError(f"bad Content-Length {value.strip()[:50]!r}")
-                length = int(value.strip())
-        if length is None:
-            raise FramingError(f"no Content-Length in the header {header[:300]!r}")
-        return length
-
-
-# -- the schema --------------------------------------------------------------
-
-class SchemaViolation(AssertionError):
-    """A message that does not match debugProtocol.json."""
-
-
-def schema_path() -> Path:
-    import debugpy   # a test dependency (pyproject's test extras); only its data file is used
-    return (Path(debugpy.__file__).parent / "_vendored" / "pydevd" / "_pydevd_bundle"
-            / "_debug_adapter" / "debugProtocol.json")
-
-
-_DEFINITIONS: list[dict] = []
-_VALIDATORS: dict[str, Any] = {}
-
-
-def definitions() -> dict:
-    if not _DEFINITIONS:
-        _DEFINITIONS.append(json.loads(schema_path().read_text())["definitions"])
-    return _DEFINITIONS[0]
-
-
-def schema_name(message: Message, known: Iterable[str] | None = None) -> str:
-    """The definition a message must match: `stackTrace` requests are
-    StackTraceRequest, their answers StackTraceResponse (ErrorResponse when
-    success is false), `stopped` events StoppedEvent; what the schema does not
-    define (custom `dyndbg/...` ones, unknown commands) the generic Request,
-    Response or Event. A message of no known type is checked as a
-    ProtocolMessage (which it then fails: see validate)."""
-    names = set(definitions() if known is None else known)
-    kind = message.get("type")
-    if kind == "response" and message.get("success") is False:
-        return "ErrorResponse"
-    suffix = {"request": "Request", "response": "Response", "event": "Event"}.get(kind)  # type: ignore[arg-type]
-    if suffix is None:
-        return "ProtocolMessage"
-    name = message.get("event" if kind == "event" else "command")
-    if isinstance(name, str) and name:
-        specific = name[0].upper() + name[1:] + suffix
-        if specific in names:
-            return specific
-    return suffix
-
-
-def schema_errors(message: Message) -> tuple[str, list[str]]:
-    """(the definition checked, what is wrong: empty when the message is valid)."""
-    from jsonschema import Draft4Validator
-    name = schema_name(message)
-    if name not in _VALIDATORS:
-        _VALIDATORS[name] = Draft4Validator({"$ref": f"#/definitions/{name}",
-                                             "definitions": definitions()})
-    problems = [f"{'/'.join(map(str, error.absolute_path)) or '(message)'}: {error.message}"
-                for error in _VALIDATORS[name].iter_errors(message)]
-    if message.get("type") not in ("request", "response", "event"):
-        problems.append(f"type {message.get('type')!r} is none of request, response, event")
-    return name, problems
-
-
-def validate(message: Message, direction: str) -> None:
-    """Raises SchemaViolation unless the message matches its definition."""
-    name, problems = schema_errors(message)
-    if problems:
-        raise SchemaViolation(f"{direction} message does not match {name} of debugProtocol.json:\n  "
-                              + "\n  ".join(problems) + "\n" + _shown(message))
-
-
-def _shown(message: Message, limit: int = 4000) -> str:
-    text = json.dumps(message, indent=1)
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
 
 
 # -- the client --------------------------------------------------------------
@@ -286,7 +146,7 @@ class DapClient:
         seq = message.get("seq")
         if isinstance(seq, int) and seq != self._their_seq + 1:
             self._problem(f"the peer's seq went from {self._their_seq} to {seq} (the spec: "
-                          f"1 for its first message, then 1 more each):\n{_shown(message)}")
+                          f"1 for its first message, then 1 more each):\n{shown(message)}")
         if isinstance(seq, int):
             self._their_seq = seq
         with self._cond:
@@ -296,7 +156,7 @@ class DapClient:
                 if answered in self._responses or not 0 < answered <= self._seq:
                     self._problems.append(
                         f"a {'second' if answered in self._responses else 'stray'} response to "
-                        f"request {answered} (requests sent: 1..{self._seq}):\n{_shown(message)}")
+                        f"request {answered} (requests sent: 1..{self._seq}):\n{shown(message)}")
                 self._responses.setdefault(answered, message)
             elif kind == "event":
                 self.events.append(message)
@@ -324,7 +184,7 @@ class DapClient:
             message["arguments"] = arguments
         if schema_invalid:
             name, problems = schema_errors(message)
-            assert problems, f"meant to be malformed, but it matches {name}:\n{_shown(message)}"
+            assert problems, f"meant to be malformed, but it matches {name}:\n{shown(message)}"
         else:
             validate(message, "a sent")
         self._log.append("-> " + _brief(message))
@@ -363,10 +223,10 @@ class DapClient:
         """A request that must fail with a message: the message."""
         answer = self.request(command, arguments, timeout, **options)
         assert answer["success"] is False, \
-            f"{command} {json.dumps(arguments)} succeeded, an error was expected:\n{_shown(answer)}" \
+            f"{command} {json.dumps(arguments)} succeeded, an error was expected:\n{shown(answer)}" \
             + self.diagnostics()
         message = answer.get("message") or ""
-        assert message.strip(), f"{command}: an error response without a message:\n{_shown(answer)}"
+        assert message.strip(), f"{command}: an error response without a message:\n{shown(answer)}"
         return message
 
     # events

@@ -1,13 +1,15 @@
-"""tests/dap_client.py's pure parts: the framing of a byte stream and the
-schema each message is checked against. No torch, no subprocess."""
+"""tests/dap_wire.py, the pure part of the tests' DAP client: the framing of a
+byte stream and the schema each message is checked against. No torch, no
+subprocess."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from dap_client import (VSCODE_INITIALIZE, FrameParser, FramingError, SchemaViolation, encode,
-                        schema_errors, schema_name, validate)
+from dap_client import VSCODE_INITIALIZE
+from dap_wire import (FrameParser, FramingError, SchemaViolation, encode, schema_errors, schema_name,
+                      validate)
 
 
 def frame(body: str, headers: str = "") -> bytes:
