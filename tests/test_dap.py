@@ -248,6 +248,20 @@ def test_bad_requests_get_an_error_and_the_session_goes_on(dap):
     assert dap.client.output("stdout") == plain.stdout
 
 
+def test_a_request_before_launch_leaves_the_answers_matched(dap):
+    """A request the adapter answers itself before `launch` (here `threads`,
+    before any program) must not shift what later responses answer: each
+    response's request_seq is its own request's seq (the client fails on a
+    second or mismatched answer)."""
+    dap.initialize()
+    dap.client.request("threads")          # answered, as an error or not
+    dap.launch(GRAPH_BREAK)
+    dap.stopped(reason="entry")
+    assert GENERATED.fullmatch(dap.top()["name"])
+    dap.disconnect()
+    dap.wait_end(0)
+
+
 def test_debug_console_inspects_and_refuses_to_move(dap, tmp_path):
     cli = run_dyndbg(GRAPH_BREAK, ["guards"], tmp_path)
     [guards] = [s.output for s in segments(cli.transcript) if s.command == "guards"]
