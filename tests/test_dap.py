@@ -21,6 +21,8 @@ from dap_session import (DESCRIBED, EXIT_CODE, GENERATED, GRAPH_BREAK, LOW_BITS,
                          cli_steps, dap_stop, parse_stack, same_place, same_stack)
 from transcript import segments
 
+LOOP = ROOT / "tests" / "programs" / "dap_loop.py"
+
 BOOLEAN_CAPABILITIES = [
     "supportsConfigurationDoneRequest", "supportsFunctionBreakpoints",
     "supportsConditionalBreakpoints", "supportsHitConditionalBreakpoints",
@@ -260,6 +262,28 @@ def test_a_request_before_launch_leaves_the_answers_matched(dap):
     assert GENERATED.fullmatch(dap.top()["name"])
     dap.disconnect()
     dap.wait_end(0)
+
+
+def test_pause_stops_a_running_program(dap, tmp_path):
+    """`pause` while generated code runs in a loop: an output event says where
+    it will stop, then a stop with reason "pause" in that code; after
+    `disconnect` the program ends as it would have."""
+    stop_file = tmp_path / "stop"
+    dap.initialize()
+    dap.start("launch", {"program": str(LOOP), "args": [str(stop_file)], "cwd": str(ROOT),
+                         "stopOnEntry": False})
+    dap.client.wait_event("output", lambda body: "looping" in body.get("output", ""))
+    mark = dap.client.mark()
+    dap.client.ok("pause", {"threadId": 1})
+    stop = dap.stopped(after=mark, reason="pause")
+    said = [e for e in dap.client.events[mark:]
+            if e["event"] == "output" and e["body"].get("category", "console") == "console"]
+    assert said, dap.client.events[mark:]
+    assert dap.top()["name"] == "halve [0/0]", (stop, dap.frames())
+    stop_file.touch()
+    dap.disconnect()
+    dap.wait_end(0)
+    assert dap.client.output("stdout") == "looping\ndone torch.Size([3])\n"
 
 
 def test_debug_console_inspects_and_refuses_to_move(dap, tmp_path):
