@@ -166,13 +166,9 @@ def same_stack(dap_slots: list[tuple[str, str]], cli_slots: list[tuple[str, str]
     """Whether the Value stack scope shows what `stack` printed: the same
     values, and the same type where `stack` prints one (it leaves the column
     empty where the summary names the type, a tensor or NULL; DAP's type column
-    may name it). `stack` shows a NULL slot as `<NULL>`; the contract has the
-    scope say "NULL" (checked once, in test_launch_stops_on_entry...): both
-    are taken as one here. other_process: object addresses and a cut value's
-    length differ between runs; the rest must not."""
+    may name it); a NULL slot is `<NULL>` in both. other_process: object
+    addresses and a cut value's length differ between runs; the rest must not."""
     def value(text: str, kind: str) -> str:
-        if not kind and text in ("NULL", "<NULL>"):
-            return "<NULL>"
         return CUT.sub("…", ADDRESS.sub("0x?", text)) if other_process else text
 
     return len(dap_slots) == len(cli_slots) and all(

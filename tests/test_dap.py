@@ -84,9 +84,8 @@ def test_launch_stops_on_entry_with_the_stack_the_cli_shows(dap, tmp_path):
     assert frame["name"] == "f [0/0]" and len(got["stack"]) >= 2, (frame, got)
 
 
-def test_a_null_slot_says_NULL(dap):
-    """The contract: the Value stack scope shows a NULL slot as "NULL" (where
-    `stack` prints `<NULL>`)."""
+def test_a_null_slot_says_NULL_as_stack_does(dap):
+    """The Value stack scope shows a NULL slot as `stack` prints it: `<NULL>`."""
     dap.launch(GRAPH_BREAK)
     dap.stopped(reason="entry")
     for _ in range(10):
@@ -98,7 +97,7 @@ def test_a_null_slot_says_NULL(dap):
         dap.step("stepIn", "instruction")
     assert nulls, "no NULL slot in 10 instructions"
     slots = dap.value_stack(frame["id"])
-    assert [slots[i][1] for i in nulls] == ["NULL"] * len(nulls), (slots, console)
+    assert [slots[i][1] for i in nulls] == ["<NULL>"] * len(nulls), (slots, console)
 
 
 def test_disassembly_around_the_instruction_pointer(dap):

@@ -104,7 +104,7 @@ class Adapter:
     def on_request(self, request: Message) -> None:
         command = request.get("command")
         if self.program is not None:
-            self.program.send(dict(request))   # the server's own seq numbering is ours
+            self.program.forward(request)
             return
         if command == "initialize":
             self.initialize = request
@@ -123,8 +123,8 @@ class Adapter:
                 return
             assert self.program is not None
             if self.initialize is not None:
-                self.program.send(dict(self.initialize))
-            self.program.send(dict(request))
+                self.program.forward(self.initialize)
+            self.program.forward(request)
         elif command in ("disconnect", "terminate"):
             self.client.respond(request)
             self._ended.set()

@@ -79,11 +79,20 @@ class Channel:
 
     def send(self, message: Message) -> None:
         """Write `message` with the next seq; a closed peer is not an error."""
+        self._write(message, renumber=True)
+
+    def forward(self, message: Message) -> None:
+        """Write a client's request as it came, its seq kept, so that the
+        answers relayed back carry the client's own request_seq."""
+        self._write(message, renumber=False)
+
+    def _write(self, message: Message, renumber: bool) -> None:
         with self._lock:
             if self.closed:
                 return
-            self._seq += 1
-            message["seq"] = self._seq
+            if renumber:
+                self._seq += 1
+                message["seq"] = self._seq
             try:
                 self._writer.write(encode(message))
                 self._writer.flush()
