@@ -73,14 +73,14 @@ def test_nextline_goes_on_in_the_resume_function_then_stops_after_it(
         tmp_path: Path, graph_break_code: GraphBreakCode) -> None:
     # 7 -> 10 in f [0/0]. At 10, f calls its resume function: the rest of f, so
     # the line step goes on in it; it holds no line after 10 (11 and 12 are in
-    # its graph), returns, and the stop is at the next generated instruction,
-    # f's RETURN_VALUE; from there, f's second call (7 again).
+    # its graph) and returns, f returns its result, and the stop is at the next
+    # generated instruction: f's second call (7 again).
     stops, transcript = _session(GRAPH_BREAK, ["nl", "nl", "nl", "c"], tmp_path)
     f = graph_break_code.f
     assert [(s["label"], _source_line(s)) for s in stops] == [("f [0/0]", 7), ("f [0/0]", 10),
-                                                             ("f [0/0]", 10), ("f [0/0]", 7)]
+                                                             ("f [0/0]", 7), ("f [0/0]", 10)]
     assert [s["index"] for s in stops] == [_first(f).index, _line_start(f, 10).index,
-                                           f.find("RETURN_VALUE").index, _first(f).index]
+                                           _first(f).index, _line_start(f, 10).index]
     assert RESUME not in transcript   # no line of its own to stop at
 
 
@@ -100,8 +100,8 @@ def test_stepline_stops_at_the_resume_function_start(
 def test_after_up_the_line_steps_act_on_the_selected_frame(
         tmp_path: Path, graph_break_code: GraphBreakCode) -> None:
     # Up from the resume function into f, at its line 10: nextline goes on in
-    # the resume function (the rest of f), which has no line after 10, and
-    # stops after it returns, at f's RETURN_VALUE; stepline stops in the frame
+    # the resume function (the rest of f), which has no line after 10; f
+    # returns its result, and the stop is at f's second call; stepline stops in the frame
     # below, at its next instruction, as pdb's step.
     commands = ["b torch_dynamo_resume_in_*", "c", "up", "nextline", "c", "up", "stepline", "c",
                 "c"]
@@ -109,7 +109,7 @@ def test_after_up_the_line_steps_act_on_the_selected_frame(
     f, resume = graph_break_code.f, graph_break_code.resume
     assert [(s["label"], s["index"]) for s in stops] == [
         ("f [0/0]", _first(f).index), (RESUME, _first(resume).index),
-        ("f [0/0]", f.find("RETURN_VALUE").index), (RESUME, _first(resume).index),
+        ("f [0/0]", _first(f).index), (RESUME, _first(resume).index),
         (RESUME, resume.successors(_first(resume))[0])], stops
 
 
@@ -216,6 +216,27 @@ def test_line_mode_counts_a_jump_back_as_a_new_entry() -> None:
     assert _stops(Mode.lines(frame, _instr(10, 14)), loop) == [9]
     # a jump back onto the current instruction (a JUMP_BACKWARD to itself) too
     assert _stops(Mode.lines(frame, _instr(10, 14)), [(frame, _instr(10, 14))]) == [10]
+
+
+def test_line_mode_goes_on_in_a_resume_function_and_back_out_to_its_caller() -> None:
+    caller = _frame()
+    def called(name: str) -> types.FrameType:
+        code = types.SimpleNamespace(co_name=name)
+        return cast(types.FrameType, types.SimpleNamespace(f_back=caller, f_code=code))
+    resume, other = called("torch_dynamo_resume_in_f_at_10"), called("helper")
+    mode = Mode.lines(caller, _instr(50, 10))
+    # a generated function the caller calls runs through; its resume function is followed
+    assert _stops(mode, [(other, _instr(0, 3)), (resume, _instr(0, 10)),
+                         (resume, _instr(5, 11))]) == [5]
+    mode = Mode.lines(caller, _instr(50, 10))
+    assert _stops(mode, [(resume, _instr(0, 10))]) == []
+    assert mode.goes_on_after(resume) and mode.frame is caller
+    # back in the caller, what is left only returns the resume function's result
+    assert _stops(mode, [(caller, _instr(60, 12))]) == []
+    assert not mode.goes_on_after(caller)   # its return: the next generated instruction stops
+    # a frame the step did not go on in from a caller ends it as before
+    assert not Mode.lines(caller, _instr(50, 10)).goes_on_after(caller)
+    assert not Mode(StepKind.NEXT, caller).goes_on_after(caller)
 
 
 def test_nextline_at_a_graph_break_goes_on_to_the_next_line_in_the_resume_function(

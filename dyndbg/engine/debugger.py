@@ -272,8 +272,8 @@ class Engine:
         self.forget(frame)
         if self.policy.tracing:
             self._trace(TraceKind.RETURN, frame, value=value)
-        if self.mode.frame is frame:   # stepped off: the next generated instruction, anywhere
-            self.mode = Mode(StepKind.STEP)
+        if self.mode.frame is frame and not self.mode.goes_on_after(frame):
+            self.mode = Mode(StepKind.STEP)   # stepped off: the next generated instruction
 
     def on_idle(self) -> None:
         """No traced generated frame is running (or the exception that stopped

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from dyndbg.cpython import is_return
@@ -34,6 +34,9 @@ class Mode:
     last_index: int = -1                   # LINE: the frame's last instruction seen
     into: bool = False                     # LINE: stop in any other generated frame too
     looped: bool = False                   # LINE: a jump back since the last line stop
+    callers: list[types.FrameType] = field(default_factory=list)   # LINE: frames whose
+    #   resume function the step went on in, innermost last
+    draining: bool = False                 # LINE: the frame only returns its resume's result
 
     @classmethod
     def lines(cls, frame: types.FrameType, here: Instr | None, count: int = 1,
@@ -75,7 +78,10 @@ class Mode:
         if not self.into and frame is not self.frame and \
                 getattr(frame, "f_back", None) is self.frame and \
                 is_resume_name(frame.f_code.co_name):
+            self.callers.append(self.frame)
             self.frame, self.last_index, self.looped = frame, -1, False
+        if self.draining and frame is self.frame:
+            return False
         if frame is not self.frame:
             if not self.into:
                 return False   # calls run through
@@ -86,6 +92,16 @@ class Mode:
                 self.last_index = instr.index
                 return False
         self.line, self.last_index, self.looped = instr.line, instr.index, False
+        return True
+
+    def goes_on_after(self, frame: types.FrameType) -> bool:
+        """The stepped frame returned: whether the step goes on, in the frame
+        whose resume function it was. What dynamo left there after that call
+        only returns its result: no line of the user's, so it runs to its own
+        return (then the next generated instruction stops, as for any frame)."""
+        if self.kind is not StepKind.LINE or frame is not self.frame or not self.callers:
+            return False
+        self.frame, self.draining = self.callers.pop(), True
         return True
 
 

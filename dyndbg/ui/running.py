@@ -40,8 +40,10 @@ class RunningCommands:
         """nextline | nl [N]
         Run to the next of your source lines in the selected frame's generated
         code (N lines), as gdb's next: calls run through, and a jump back to
-        the same line (a loop) is a new line. When the frame returns, stop at
-        the next generated instruction."""
+        the same line (a loop) is a new line. A resume function the frame
+        calls (the rest of your function after a graph break) goes on as the
+        same frame. When the frame returns, stop at the next generated
+        instruction."""
         count = parse_count(arg, "line count")
         self.host.engine.set_next_line(self._selected_frame("nextline"), count)
         self.host.resume()
