@@ -27,7 +27,6 @@ GRAPH_BREAK = SAMPLES / "graph_break.py"
 LOOP = ROOT / "tests" / "programs" / "line_step_loop.py"
 RESUME = "torch_dynamo_resume_in_f_at_10 [1/0]"
 # g's first stop, line 13 (the graph break) in g, then into the resume function
-# (3.12's sys.monitoring misses `b torch_dynamo_resume_in_*` on one not compiled)
 INTO_LOOP = ["nl", "sl", "ll"]
 SOURCE = re.compile(r" (?P<file>[\w.]+\.py):(?P<line>\d+)  ")
 

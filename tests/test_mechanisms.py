@@ -94,3 +94,22 @@ def test_next_from_a_breakpoint_on_a_return_stops_in_the_caller(tmp_path: Path) 
         "torch_dynamo_resume_in_inner_at_10", "torch_dynamo_resume_in_inner_at_10",
         "inner", "outer"], stops
     assert "RETURN" in stops[-3]["line"], stops[-3]    # call 1's frame, at its return
+
+
+def test_a_breakpoint_stops_in_a_resume_function_dynamo_did_not_compile(tmp_path: Path) -> None:
+    # Dynamo leaves g's resume function as it is (a graph break in a loop); it
+    # runs without torch's callback, and on 3.12 g calls it with
+    # CALL_FUNCTION_EX, which gives sys.monitoring no CALL event: the call
+    # must be seen at that instruction, even after `continue`.
+    script = ROOT / "tests" / "programs" / "line_step_loop.py"
+    commands = ["b torch_dynamo_resume_in_*", "c", "stack", "c"]
+    runs = {tracer: run_dyndbg(script, commands, tmp_path, env={"DYNDBG_TRACER": value})
+            for tracer, value in (("monitoring", None), ("settrace", "settrace"))}
+    plain = run_plain(script)
+    for run in runs.values():
+        no_traceback(run)
+        assert (run.stdout, run.returncode) == (plain.stdout, plain.returncode)
+    stops = stops_in(runs["monitoring"].transcript.splitlines())
+    assert [s["label"] for s in stops] == ["g [0/0]", "torch_dynamo_resume_in_g_at_13 [not compiled]"]
+    assert "Breakpoint 1 at torch_dynamo_resume_in_*, hit 1" in runs["monitoring"].transcript
+    assert _comparable(runs["monitoring"].transcript) == _comparable(runs["settrace"].transcript)

@@ -169,7 +169,7 @@ class MonitoringTracer:
     def _events_for(self, needs: CodeNeeds, code: types.CodeType,
                     armed: frozenset[int]) -> int:
         events = 0
-        if needs.instructions is not TraceLevel.NONE:
+        if needs.instructions is not TraceLevel.NONE or armed:
             events |= _E.INSTRUCTION
         if needs.starts:
             events |= _E.PY_START | _E.PY_RETURN
@@ -188,6 +188,8 @@ class MonitoringTracer:
         needs = self.policy.code_needs(entry)
         armed = frozenset(self.policy.arming_plan(entry).offsets) \
             if needs.instructions is TraceLevel.ARMED else frozenset()
+        if CALL_EVENT_MISSES_FUNCTION_EX and needs.resume_calls:
+            armed |= frozenset(self._function_ex_calls(code))   # 3.12: seen at their INSTRUCTION
         events = self._events_for(needs, code, armed)
         known = self._traced.get(id(code))
         if known is None or known.events != events:
@@ -251,9 +253,7 @@ class MonitoringTracer:
         known = self._traced.get(id(code))
         if known is None or not known.needs.resume_calls:
             return
-        calls = self._function_ex.get(id(code))
-        if calls is None:
-            calls = self._function_ex[id(code)] = function_ex_calls(code)
+        calls = self._function_ex_calls(code)
         if offset in calls:
             try:
                 site = call_site("CALL_FUNCTION_EX", calls[offset], read_value_stack(frame))
@@ -261,6 +261,12 @@ class MonitoringTracer:
                 return
             if site is not None:
                 self._watch_callee(site.function)
+
+    def _function_ex_calls(self, code: types.CodeType) -> dict[int, int]:
+        calls = self._function_ex.get(id(code))
+        if calls is None:
+            calls = self._function_ex[id(code)] = function_ex_calls(code)
+        return calls
 
     def _on_start(self, code: types.CodeType, offset: int) -> None:
         if self.hooks.interrupt_pending and in_main_thread():
