@@ -8,7 +8,9 @@ costs nothing on the instructions around it until the policy changes and
 `restart_events` turns them on again); PY_START and PY_RETURN where a stop
 may want the frame's arguments from its start; CALL where a resume function
 that dynamo declined to compile may be called (it runs without torch's C
-callback, so its code gets its events as it is called). RAISE and PY_UNWIND
+callback, so its code gets its events as it is called; on 3.12 such a call,
+a CALL_FUNCTION_EX, gives no CALL event and is seen at its INSTRUCTION event,
+kept on for it). RAISE and PY_UNWIND
 can only be global: on while anything is traced, off while dynamo compiles;
 they cost nothing until an exception is raised.
 
