@@ -355,3 +355,39 @@ def test_attach_over_tcp(through):
         process = getattr(client, "process", None)
         if process is not None and process.poll() is None:
             process.kill()
+
+
+LEFT_WHILE_STOPPED = '''
+import torch, dyndbg
+from dyndbg import attach
+
+@torch.compile(backend="eager")
+def f(x):
+    return x + 1
+
+dyndbg.listen(0)
+dyndbg.wait_for_client()
+print(f(torch.zeros(2)).tolist(), flush=True)   # stops at entry; the client leaves there
+print("attached:", attach.current() is not None, flush=True)
+print(f(torch.ones(2)).tolist())
+'''
+
+
+def test_a_client_that_leaves_while_stopped_detaches_the_debugger(tmp_path):
+    """An editor that closes the connection at a stop (no disconnect): the
+    program runs on without the debugger, as after disconnect."""
+    script = tmp_path / "left.py"
+    script.write_text(LEFT_WHILE_STOPPED)
+    program = ListeningProgram([sys.executable, str(script)], cwd=ROOT, env=_env())
+    client = None
+    try:
+        client = DapClient.connect(program.port, stderr=lambda: program.stderr)
+        dap = Dap(client)
+        dap.start("attach", {"name": "dyndbg", "type": "dyndbg", "request": "attach",
+                             "stopOnEntry": True})
+        assert dap.stopped(reason="entry")["description"].startswith("f [0/0]")
+        client.close()
+        assert program.wait() == 0, program.stderr[-3000:]
+        assert program.stdout == "[1.0, 1.0]\nattached: False\n[2.0, 2.0]\n", program.stderr[-3000:]
+    finally:
+        program.kill()

@@ -46,6 +46,7 @@ class DapFrontend:
         self._state = threading.Lock()        # `stopped` and the queue change together
         self._queue: queue.Queue[Message] = queue.Queue()
         self._resumed = False
+        self._left_at_stop = False            # the client left while a thread was stopped
         self.sends_exit = False               # --listen: say when the program ends
         self.port: int | None = None          # the port listened on
 
@@ -80,6 +81,10 @@ class DapFrontend:
                 self.stopped = False
             self.requests.resumed()
             self._drain()
+            with self._state:
+                left, self._left_at_stop = self._left_at_stop, False
+            if left:
+                self.requests.detach()   # the client left during the stop
 
     def resume(self) -> None:
         """The request being served ends the stop."""
@@ -169,8 +174,7 @@ class DapFrontend:
         self.configured.set()
         with self._state:
             if self.stopped:
-                self._resumed = True
-                self._queue.put({"type": "request", "command": "disconnect", "seq": 0})
+                self._resumed = self._left_at_stop = True   # it detaches as it resumes
                 return
         with ENGINE_LOCK:
             self.requests.detach()
