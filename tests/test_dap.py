@@ -298,6 +298,14 @@ def test_debug_console_inspects_and_refuses_to_move(dap, tmp_path):
         message = dap.client.error("evaluate", {"expression": command, "context": "repl",
                                                 "frameId": frame["id"]})
         assert "\n" not in message.strip(), message
+    # ... after `;;` and through an alias too: one line says so, the rest runs
+    assert dap.repl("alias go q", frame["id"]) == ""
+    for line, refused, ran in (("stack ;; q", "q", ["value stack"]), ("go", "q", []),
+                               ("p 11 ;; b f ;; p 22", "b", ["11", "22"])):
+        text = dap.repl(line, frame["id"]).splitlines()
+        errors = [t for t in text if t.startswith("*** ")]
+        assert len(errors) == 1 and errors[0].startswith(f"*** '{refused}'"), text
+        assert all(any(t.startswith(r) for t in text) for r in ran), text
     assert dap.top()["instructionPointerReference"] == frame["instructionPointerReference"]
     assert not [e for e in dap.client.events[mark:] if e["event"] in ("stopped", "continued")]
     dap.disconnect()

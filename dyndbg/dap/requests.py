@@ -16,7 +16,7 @@ from dyndbg.dap.breakpoint_requests import BreakpointRequests
 from dyndbg.dap.capabilities import CAPABILITIES
 from dyndbg.dap.code_requests import CodeRequests
 from dyndbg.dap.protocol import RequestError
-from dyndbg.dap.stop_requests import StopRequests
+from dyndbg.dap.stop_requests import StopRequests, refuse_in_console
 from dyndbg.dynamo.registry import GeneratedCode
 from dyndbg.engine.stop import Stop, StopReason
 from dyndbg.ui.session import Session
@@ -108,11 +108,18 @@ class Requests:
         if channel is not None:
             channel.event(name, body)
 
-    def capture(self, command: str) -> str:
-        """Run one of the prompt's commands; its output as text."""
+    def capture(self, command: str, typed: bool = False) -> str:
+        """Run one of the prompt's commands; its output as text. `typed` in
+        the debug console: what moves the program is refused."""
         session = self.session
         session.out = io.StringIO()
-        session.onecmd(command)
+        session.guard = refuse_in_console if typed else None
+        try:
+            session.onecmd(command)
+            while session.pending:   # what followed `;;`, or an alias made of several
+                session.onecmd(session.pending.pop(0))
+        finally:
+            session.guard = None
         return session.out.getvalue().rstrip("\n")
 
     # -- stops --------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from dyndbg.dap.protocol import RequestError
 from dyndbg.dap.variables import References, StaleReference, variable
 from dyndbg.engine.stop import StopReason
+from dyndbg.ui.parsing import CommandError
 from dyndbg.ui.session import RUNNING_COMMANDS
 from dyndbg.ui.values import safe_repr
 
@@ -167,19 +168,12 @@ class StopRequests:
 
     def _console(self, line: str) -> dict:
         """The debug console: dyndbg's inspection commands, or Python."""
-        session = self.session
-        word = line.strip().split(" ", 1)[0] if line.strip() else ""
-        command = session.command(word) if word else None
-        if command is not None and not session._is_python(line.strip(), word):
-            name = command.__name__[3:]
-            if name in MOVING_COMMANDS:
-                raise RequestError(f"'{word}' moves the program or the view: use the "
-                                   "editor's buttons (continue, step, step back), so that it "
-                                   "knows where the program is")
-            if name in CLIENT_OWNED:
-                raise RequestError(f"'{word}': set breakpoints in the editor (its breakpoint "
-                                   "list is the one it sends)")
-        text = self.requests.capture(line)
+        command, word = self.session.parse_command(line.strip()) if line.strip() else (None, "")
+        if command is not None:
+            why = console_refusal(command.__name__[3:], word)
+            if why is not None:
+                raise RequestError(why)
+        text = self.requests.capture(line, typed=True)   # the rest (;;, aliases) checked there
         return {"result": text, "variablesReference": 0}
 
     def r_exceptionInfo(self, arguments: dict) -> dict:
@@ -245,7 +239,7 @@ class StopRequests:
     def _back(self, command: str) -> None:
         """Show a recorded point (the program does not move): a stop event
         tells the client to read the frames again."""
-        stop = self.requests.checked_stop()
+        self.requests.checked_stop()
         if not self.requests.engine.recording and not len(self.requests.engine.history):
             raise RequestError("stepping back needs the recording: launch with "
                                "\"record\": true, or evaluate `record on` in the debug console")
@@ -260,7 +254,6 @@ class StopRequests:
                 "stopped", {"reason": "step", "threadId": self.requests.stop_thread,
                             "allThreadsStopped": False,
                             "description": text.splitlines()[0] if text else "recorded point"})
-        del stop
 
     # -- dyndbg's own views --------------------------------------------------------------------
     def _view(self, command: str, arguments: dict) -> dict:
@@ -278,6 +271,23 @@ class StopRequests:
 
     def r_dyndbg_graph(self, arguments: dict) -> dict:
         return self._view("graph", arguments)
+
+
+def console_refusal(name: str, word: str) -> str | None:
+    """Why the debug console refuses the command `name` (typed as `word`), if it does."""
+    if name in MOVING_COMMANDS:
+        return (f"'{word}' moves the program or the view: use the editor's buttons "
+                "(continue, step, step back), so that it knows where the program is")
+    if name in CLIENT_OWNED:
+        return f"'{word}': set breakpoints in the editor (its breakpoint list is the one it sends)"
+    return None
+
+
+def refuse_in_console(name: str, word: str) -> None:
+    """The inspection session's guard: a refused command is an error line."""
+    why = console_refusal(name, word)
+    if why is not None:
+        raise CommandError(why)
 
 
 class _Note:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable, TextIO
 
 from dyndbg.engine.stop import Stop, StopReason, TraceEvent
 from dyndbg.ownframes import is_own_frame
-from dyndbg.ui import boundaries, render
+from dyndbg.ui import render
 from dyndbg.ui.breakpoint_commands import BreakpointCommands
 from dyndbg.ui.cache_commands import CacheCommands
 from dyndbg.ui.dynamo_commands import DynamoCommands
@@ -22,6 +22,7 @@ from dyndbg.ui.parsing import CommandError, expand_aliases, leading_word, split_
 from dyndbg.ui.reader import ScriptedReader, TerminalReader, is_terminal, printable
 from dyndbg.ui.running import RunningCommands
 from dyndbg.ui.session_commands import SessionCommands
+from dyndbg.ui.stop_printer import StopPrinter
 from dyndbg.ui.style import Highlighter, wants_color
 from dyndbg.ui.terminal import PromptReader
 from dyndbg.ui.values import safe_repr
@@ -68,10 +69,11 @@ class Session:
         self.families: tuple[Family, ...] = (self.running, self.breaking, self.dynamo,
                                              self.editing, self.looking, self.recorded,
                                              self.settings)
+        self.printer = StopPrinter(self)
         self.reader: Reader
         if self.color:
             from dyndbg.ui.completion import DebuggerCompleter  # loads prompt-toolkit
-            self.reader = PromptReader(self.write, DebuggerCompleter(self), self.toolbar_text,
+            self.reader = PromptReader(self.write, DebuggerCompleter(self), self.printer.toolbar_text,
                                        *(terminal_io or _line_terminal_io()))
         elif terminal:
             self.reader = TerminalReader(self.write)
@@ -88,6 +90,9 @@ class Session:
         self._locals: dict[int, dict] = {}
         self.past: PastView | None = None      # a recorded point in view (`back`)
         self._past_locals: tuple[int, dict] | None = None   # (seq, its locals)
+        # (command name, word typed): raises CommandError to refuse it (an
+        # editor's console refuses what moves the program).
+        self.guard: Callable[[str, str], None] | None = None
 
     # -- output ---------------------------------------------------------------------
     def write(self, text: str = "") -> None:
@@ -154,71 +159,13 @@ class Session:
             self.onecmd(line)
 
     def print_stop(self, stop: Stop) -> None:
-        for bp in stop.breakpoints:
-            if bp.kind == "catch":
-                self.write(f"Catchpoint {bp.number} ({bp.target.event}), hit {bp.hits}")  # type: ignore[attr-defined]
-            else:
-                self.write(f"Breakpoint {bp.number} at {bp.target.describe()}, hit {bp.hits}")
-        if stop.why:
-            self.write(f"Stopped {stop.why}")
-        if stop.exception is not None:
-            exc = stop.exception
-            self.write(f"!! {type(exc).__name__}: {safe_repr(exc) if not str(exc) else exc}")
-            ending = "'c' or 'q' ends the post-mortem session" \
-                if stop.reason is StopReason.POST_MORTEM else "'c' lets it propagate"
-            self.write(f"!! raised at instr {stop.instr.index} @{stop.instr.offset} "
-                       f"{stop.instr.opname} in {stop.entry.label()}; {ending}")
-        notice = self.editing.notice()
-        if notice:
-            self.write(notice)
-        if self.sticky:
-            self.print_sticky(stop)
-        self.write(render.location(stop, render.renamer(stop.frame), self.highlighter.python))
-        self.write("  " + render.stack_brief(stop.stack, stop.stack_note))
-        if stop.first_in_frame and stop.exception is None:
-            explanation = self.dynamo.entry_explanation()
-            if explanation:
-                self.write(f"  {explanation}")
-        if self.dynamo.graph_call is not None:
-            for line in boundaries.graph_outputs(self.dynamo.graph_call, stop):
-                self.write(line)
-        lines, self.dynamo.graph_call = boundaries.call_view(stop)
-        what = render.effect(stop)
-        if what and not lines:
-            # At an exception stop the instruction has already run (and failed).
-            self.write(f"  {'failed' if stop.exception is not None else 'next'}: {what}")
-        for line in lines:
-            self.write(line)
-        self.show_displays()
+        self.printer.print_stop(stop)
 
     def show_displays(self) -> None:
         self.looking.show_displays()
 
     def print_sticky(self, stop: Stop) -> None:
-        """pdb++'s sticky mode: the code, the stack, the locals and the source together."""
-        if self.color:
-            self.out.write("\x1b[2J\x1b[H")  # a fresh screen at every stop
-        current = stop.instr.index
-        offsets = self.engine.breakpoints.at_code(stop.entry, stop.info)
-        for line in render.disassembly(stop.info, current - 6, current + 6, current, offsets,
-                                       render.renamer(stop.frame)):
-            self.write(self.highlighter.disassembly_line(line))
-        for line in render.stack_lines(stop.stack, stop.stack_note):
-            self.write(line)
-        self.looking.do_locals("")
-        self.write("-" * 40)
-
-    def toolbar_text(self) -> str:
-        """function [compile id] | instr i/N | stack depth | breakpoints | mode"""
-        stop = self.stop
-        if stop is None:
-            return ""
-        depth = "?" if stop.stack is None else str(len(stop.stack))
-        count = len(self.breaking.visible_breakpoints())
-        past = f" | recorded -{self.past.before_now}" if self.past is not None else ""
-        return (f" {stop.entry.label()} | instr {stop.instr.index}/{len(stop.info)} | "
-                f"stack {depth} | {count} breakpoint{'s' if count != 1 else ''} | "
-                f"{self.engine.mode.kind.value}{' | sticky' if self.sticky else ''}{past} ")
+        self.printer.print_sticky(stop)
 
     def command_names(self) -> list[str]:
         """What the prompt completes: every command and alias of pdb's, and the user's."""
@@ -340,17 +287,13 @@ class Session:
             self.error(f"{type(error).__name__}: {error}")
 
     def _dispatch(self, line: str) -> None:
-        if line.startswith("!"):
-            self.run_python(line[1:])
-            return
-        word = leading_word(line)
-        if not word and line.split()[0] in SPELLINGS:
-            word = line.split()[0]                 # `?`, as in pdb
-        command = self.command(word)
-        if command is None or (line != word and self._is_python(line, word)):
-            self.run_python(line)
+        command, word = self.parse_command(line)
+        if command is None:
+            self.run_python(line[1:] if line.startswith("!") else line)
             return
         name = command.__name__[3:]  # an alias is the same function: `c` is continue
+        if self.guard is not None:
+            self.guard(name, word)
         if self.past is not None and name in RUNNING_COMMANDS:
             self.past = None
             self.write(f"dyndbg: back at the present to {name} (from a recorded point)")
@@ -363,6 +306,19 @@ class Session:
             self.resume()
             return
         command(line[len(word):].strip())
+
+    def parse_command(self, line: str) -> tuple[Callable[[str], None] | None, str]:
+        """The command a non-empty `line` runs and the word naming it; None
+        where the line is Python (`!` forces it)."""
+        if line.startswith("!"):
+            return None, ""
+        word = leading_word(line)
+        if not word and line.split()[0] in SPELLINGS:
+            word = line.split()[0]                 # `?`, as in pdb
+        command = self.command(word)
+        if command is None or (line != word and self._is_python(line, word)):
+            return None, word
+        return command, word
 
     def _is_python(self, line: str, word: str) -> bool:
         """`c = 3` and `n + 1` (n a variable) are Python; `c`, `b 12`, `p x` are commands."""

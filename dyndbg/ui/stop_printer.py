@@ -1,0 +1,87 @@
+"""What the prompt prints at a stop (the editor's debug console shows the
+same): breakpoint and exception lines, the location and the stack in brief,
+the graph boundary views, displays; sticky mode's screen; the toolbar."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dyndbg.engine.stop import Stop, StopReason
+from dyndbg.ui import boundaries, render
+from dyndbg.ui.values import safe_repr
+
+if TYPE_CHECKING:
+    from dyndbg.ui.session import Session
+
+
+class StopPrinter:
+    def __init__(self, session: "Session") -> None:
+        self.session = session
+
+    def print_stop(self, stop: Stop) -> None:
+        session = self.session
+        for bp in stop.breakpoints:
+            if bp.kind == "catch":
+                event = bp.target.event  # type: ignore[attr-defined]
+                session.write(f"Catchpoint {bp.number} ({event}), hit {bp.hits}")
+            else:
+                session.write(f"Breakpoint {bp.number} at {bp.target.describe()}, hit {bp.hits}")
+        if stop.why:
+            session.write(f"Stopped {stop.why}")
+        if stop.exception is not None:
+            exc = stop.exception
+            session.write(f"!! {type(exc).__name__}: {safe_repr(exc) if not str(exc) else exc}")
+            ending = "'c' or 'q' ends the post-mortem session" \
+                if stop.reason is StopReason.POST_MORTEM else "'c' lets it propagate"
+            session.write(f"!! raised at instr {stop.instr.index} @{stop.instr.offset} "
+                          f"{stop.instr.opname} in {stop.entry.label()}; {ending}")
+        notice = session.editing.notice()
+        if notice:
+            session.write(notice)
+        if session.sticky:
+            self.print_sticky(stop)
+        session.write(render.location(stop, render.renamer(stop.frame),
+                                      session.highlighter.python))
+        session.write("  " + render.stack_brief(stop.stack, stop.stack_note))
+        if stop.first_in_frame and stop.exception is None:
+            explanation = session.dynamo.entry_explanation()
+            if explanation:
+                session.write(f"  {explanation}")
+        if session.dynamo.graph_call is not None:
+            for line in boundaries.graph_outputs(session.dynamo.graph_call, stop):
+                session.write(line)
+        lines, session.dynamo.graph_call = boundaries.call_view(stop)
+        what = render.effect(stop)
+        if what and not lines:
+            # At an exception stop the instruction has already run (and failed).
+            session.write(f"  {'failed' if stop.exception is not None else 'next'}: {what}")
+        for line in lines:
+            session.write(line)
+        session.show_displays()
+
+    def print_sticky(self, stop: Stop) -> None:
+        """pdb++'s sticky mode: the code, the stack, the locals and the source together."""
+        session = self.session
+        if session.color:
+            session.out.write("\x1b[2J\x1b[H")  # a fresh screen at every stop
+        current = stop.instr.index
+        offsets = session.engine.breakpoints.at_code(stop.entry, stop.info)
+        for line in render.disassembly(stop.info, current - 6, current + 6, current, offsets,
+                                       render.renamer(stop.frame)):
+            session.write(session.highlighter.disassembly_line(line))
+        for line in render.stack_lines(stop.stack, stop.stack_note):
+            session.write(line)
+        session.looking.do_locals("")
+        session.write("-" * 40)
+
+    def toolbar_text(self) -> str:
+        """function [compile id] | instr i/N | stack depth | breakpoints | mode"""
+        session = self.session
+        stop = session.stop
+        if stop is None:
+            return ""
+        depth = "?" if stop.stack is None else str(len(stop.stack))
+        count = len(session.breaking.visible_breakpoints())
+        past = f" | recorded -{session.past.before_now}" if session.past is not None else ""
+        return (f" {stop.entry.label()} | instr {stop.instr.index}/{len(stop.info)} | "
+                f"stack {depth} | {count} breakpoint{'s' if count != 1 else ''} | "
+                f"{session.engine.mode.kind.value}{' | sticky' if session.sticky else ''}{past} ")
