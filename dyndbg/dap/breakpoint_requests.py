@@ -170,7 +170,7 @@ class BreakpointRequests:
         bp.ignore = ignore
         self._owned.setdefault(key, []).append(bp.number)
         self._kind[bp.number] = FUNCTION if key == FUNCTION else \
-            INSTRUCTION if key in (INSTRUCTION,) or key.startswith("bytecode:") else "line"
+            INSTRUCTION if key == INSTRUCTION or key.startswith("bytecode:") else "line"
         result = {"id": bp.number, "verified": self._bound(bp), **shown}
         if not result["verified"]:
             self._pending.add(bp.number)

@@ -12,6 +12,7 @@ Message = dict
 
 # A header block or body larger than this is not DAP: stop reading it.
 _MAX_HEADER = 8192
+_MAX_BODY = 64 << 20
 
 
 class ProtocolError(Exception):
@@ -44,7 +45,7 @@ def read_message(stream: BinaryIO) -> Message | None:
                 length = int(value.strip())
             except ValueError:
                 raise ProtocolError(f"bad Content-Length {value.strip()!r}") from None
-            if length < 0:
+            if not 0 <= length <= _MAX_BODY:
                 raise ProtocolError(f"bad Content-Length {length}")
     body = stream.read(length)
     if body is None or len(body) < length:

@@ -104,7 +104,7 @@ class DapFrontend:
             except ProtocolError as error:
                 self.output(f"dyndbg: bad message ignored: {error}")
                 continue
-            except (OSError, ValueError):
+            except Exception:  # noqa: BLE001 - the connection is unusable: as if closed
                 message = None
             if message is None:
                 self._client_gone()
