@@ -78,16 +78,18 @@ class DapClient:
             return os.read(proc.stdout.fileno(), 65536)  # type: ignore[union-attr]
 
         def close() -> None:
-            for stream in (proc.stdin, proc.stdout):
-                try:
-                    stream.close()    # type: ignore[union-attr]
-                except OSError:
-                    pass
+            # stdin first: the adapter ends, and the reader meets the end of
+            # its stdout (closed only then: the reader may still be in it)
+            try:
+                proc.stdin.close()    # type: ignore[union-attr]
+            except OSError:
+                pass
             try:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+            proc.stdout.close()       # type: ignore[union-attr]
 
         client = cls(write, read, close, lambda: err.text, "the adapter (python -m dyndbg.dap)")
         client.process = proc   # type: ignore[attr-defined]
@@ -117,7 +119,7 @@ class DapClient:
             while True:
                 try:
                     data = read()
-                except OSError:
+                except (OSError, ValueError):   # ValueError: closed by close()
                     data = b""
                 if not data:
                     if parser.pending:
