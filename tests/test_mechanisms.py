@@ -100,9 +100,13 @@ def test_a_breakpoint_stops_in_a_resume_function_dynamo_did_not_compile(tmp_path
     # Dynamo leaves g's resume function as it is (a graph break in a loop); it
     # runs without torch's callback, and on 3.12 g calls it with
     # CALL_FUNCTION_EX, which gives sys.monitoring no CALL event: the call
-    # must be seen at that instruction, even after `continue`.
-    script = ROOT / "tests" / "programs" / "line_step_loop.py"
-    commands = ["b torch_dynamo_resume_in_*", "c", "stack", "c"]
+    # must be seen at that instruction, even after `continue`, at each call.
+    loop = (ROOT / "tests" / "programs" / "line_step_loop.py").read_text()
+    call = "print(g(torch.zeros(2)).tolist())\n"
+    assert loop.endswith(call)
+    script = tmp_path / "twice.py"
+    script.write_text(loop + call)
+    commands = ["b torch_dynamo_resume_in_*", "c", "stack", "c", "c"]
     runs = {tracer: run_dyndbg(script, commands, tmp_path, env={"DYNDBG_TRACER": value})
             for tracer, value in (("monitoring", None), ("settrace", "settrace"))}
     plain = run_plain(script)
@@ -110,6 +114,7 @@ def test_a_breakpoint_stops_in_a_resume_function_dynamo_did_not_compile(tmp_path
         no_traceback(run)
         assert (run.stdout, run.returncode) == (plain.stdout, plain.returncode)
     stops = stops_in(runs["monitoring"].transcript.splitlines())
-    assert [s["label"] for s in stops] == ["g [0/0]", "torch_dynamo_resume_in_g_at_13 [not compiled]"]
-    assert "Breakpoint 1 at torch_dynamo_resume_in_*, hit 1" in runs["monitoring"].transcript
+    resume = "torch_dynamo_resume_in_g_at_13 [not compiled]"
+    assert [s["label"] for s in stops] == ["g [0/0]", resume, resume]
+    assert "Breakpoint 1 at torch_dynamo_resume_in_*, hit 2" in runs["monitoring"].transcript
     assert _comparable(runs["monitoring"].transcript) == _comparable(runs["settrace"].transcript)

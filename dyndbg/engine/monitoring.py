@@ -54,6 +54,7 @@ class _Traced(NamedTuple):
     policy: object
     needs: CodeNeeds
     armed: frozenset[int]         # offsets where INSTRUCTION may stop after continue
+    watched_calls: frozenset[int] = frozenset()   # 3.12: armed only to see a resume call
 
 
 class MonitoringTracer:
@@ -190,13 +191,16 @@ class MonitoringTracer:
         needs = self.policy.code_needs(entry)
         armed = frozenset(self.policy.arming_plan(entry).offsets) \
             if needs.instructions is TraceLevel.ARMED else frozenset()
+        watched: frozenset[int] = frozenset()
         if CALL_EVENT_MISSES_FUNCTION_EX and needs.resume_calls:
-            armed |= frozenset(self._function_ex_calls(code))   # 3.12: seen at their INSTRUCTION
+            # 3.12: a resume call is seen at its INSTRUCTION event
+            watched = frozenset(self._function_ex_calls(code)) - armed
+            armed |= watched
         events = self._events_for(needs, code, armed)
         known = self._traced.get(id(code))
         if known is None or known.events != events:
             _M.set_local_events(self._tool, code, events)
-        self._traced[id(code)] = _Traced(code, events, self._policy, needs, armed)
+        self._traced[id(code)] = _Traced(code, events, self._policy, needs, armed, watched)
         if (events or needs.exceptions) and not self._global:
             self._global = _GLOBAL_EVENTS
             self._apply_global()
@@ -232,7 +236,8 @@ class MonitoringTracer:
     def _on_instruction(self, code: types.CodeType, offset: int) -> object:
         self.events["instruction"] += 1
         sink = self.sink
-        if not self.policy.stepping:
+        stepping = self.policy.stepping
+        if not stepping:
             known = self._traced.get(id(code))
             if known is None or offset not in known.armed:
                 self._disabled = True
@@ -246,6 +251,9 @@ class MonitoringTracer:
                     sink.on_instruction(frame)
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
+        if not stepping and offset in known.watched_calls:
+            self._disabled = True
+            return DISABLE  # one look per call site, as at a CALL event
         return None
 
     def _before_function_ex(self, code: types.CodeType, offset: int,
