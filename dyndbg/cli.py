@@ -231,7 +231,7 @@ def _rank_plan(args: argparse.Namespace) -> tuple[bool, int | None]:
 def _host_port(text: str) -> tuple[str, int] | None:
     """`5678` or `HOST:5678` (loopback unless a host is given)."""
     host, _, port = text.rpartition(":")
-    if not port.isdigit() or int(port) > 65535:
+    if not port.isdecimal() or int(port) > 65535:
         return None
     return host or "127.0.0.1", int(port)
 

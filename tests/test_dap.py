@@ -11,7 +11,9 @@ by index.
 """
 from __future__ import annotations
 
+import os
 import sys
+import time
 
 import pytest
 
@@ -227,9 +229,19 @@ def test_the_exit_status_is_the_programs(dap):
 
 def test_bad_requests_get_an_error_and_the_session_goes_on(dap):
     plain = run_plain(GRAPH_BREAK)
+    dap.initialize()
+    # a launch that cannot start: an error, and the adapter takes the next one
+    for arguments in ({"program": str(GRAPH_BREAK), "env": {"A": "b\u0000"}},
+                      {"program": str(GRAPH_BREAK), "cwd": 5}, {"program": "no/such.py"}):
+        message = dap.client.error("launch", {"name": "x", "type": "dyndbg",
+                                              "request": "launch", **arguments})
+        assert message.strip() and "\n" not in message.strip(), message
     dap.launch(GRAPH_BREAK)
     dap.stopped(reason="entry")
     frame = dap.top()
+    # dyndbg's views take the console's words after the command, nothing that moves
+    text = dap.client.ok("dyndbg/cache", {"args": ";; q"})["text"]
+    assert "*** 'q' moves the program" in text, text
     stale = dap.value_stack_ref(frame["id"])
     dap.client.ok("variables", {"variablesReference": stale})
     dap.client.error("fooBar", {"x": 1})
@@ -399,3 +411,56 @@ def test_a_client_that_leaves_while_stopped_detaches_the_debugger(tmp_path):
         assert program.stdout == "[1.0, 1.0]\nattached: False\n[2.0, 2.0]\n", program.stderr[-3000:]
     finally:
         program.kill()
+
+
+OUTLIVES_ADAPTER = '''
+import os, sys, time, torch
+
+@torch.compile(backend="eager")
+def f(x):
+    return x + 1
+
+x = torch.zeros(2)
+print("started", flush=True)
+with open(sys.argv[2] + ".pid", "w") as out:
+    out.write(str(os.getpid()))
+deadline = time.monotonic() + 120
+while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
+    x = f(x)
+print("done", flush=True)           # the adapter, and the pipe it read, are gone
+with open(sys.argv[2], "w") as out:
+    out.write(f"finished {x.shape}")
+'''
+
+
+def test_a_program_left_by_disconnect_outlives_its_adapter(dap, tmp_path):
+    """disconnect detaches: the program runs on to its end even when the
+    editor then kills the adapter (as VS Code does at the end of a session),
+    though the pipes that carried its output are gone."""
+    script, go, result = tmp_path / "outlives.py", tmp_path / "go", tmp_path / "result"
+    script.write_text(OUTLIVES_ADAPTER)
+    dap.start("launch", {"name": "x", "type": "dyndbg", "request": "launch",
+                         "program": str(script), "args": [str(go), str(result)],
+                         "cwd": str(tmp_path), "stopOnEntry": True})
+    dap.stopped(reason="entry")
+    dap.disconnect()
+    adapter = dap.client.process   # type: ignore[attr-defined]
+    adapter.kill()
+    adapter.wait()
+    # The program is not our child: its files and /proc tell what it does.
+    # It sees the adapter leave (its output then goes to /dev/null); a print
+    # in the moment before that would still meet the broken pipe.
+    output = f"/proc/{(tmp_path / 'result.pid').read_text()}/fd/1"
+    assert _waited_for(lambda: os.readlink(output) == os.devnull), os.readlink(output)
+    go.touch()
+    assert _waited_for(result.exists), "the program did not finish"
+    assert result.read_text() == "finished torch.Size([2])"
+
+
+def _waited_for(condition, timeout: float = 120) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True

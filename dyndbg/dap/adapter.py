@@ -116,8 +116,10 @@ class Adapter:
                     self._launch(arguments if isinstance(arguments, dict) else {})
                 else:
                     self._attach(arguments if isinstance(arguments, dict) else {})
-            except LaunchError as error:
-                self.client.fail(request, str(error))
+            except Exception as error:  # noqa: BLE001 - a bad launch never kills the adapter
+                message = str(error) if isinstance(error, LaunchError) else \
+                    f"cannot {command}: {type(error).__name__}: {error}"
+                self.client.fail(request, message)
                 if self.process is not None:
                     self._finish()
                 return
@@ -136,14 +138,17 @@ class Adapter:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
-        command = child_command(arguments, listener.getsockname()[1])
         try:
-            self.process = subprocess.Popen(
-                command, cwd=arguments.get("cwd") or None, env=child_env(arguments),
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        except OSError as error:
+            command = child_command(arguments, listener.getsockname()[1])
+            try:
+                self.process = subprocess.Popen(
+                    command, cwd=arguments.get("cwd") or None, env=child_env(arguments),
+                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            except OSError as error:
+                raise LaunchError(f"cannot start {command[0]}: {error}") from None
+        except BaseException:
             listener.close()
-            raise LaunchError(f"cannot start {command[0]}: {error}") from None
+            raise
         for stream, category in ((self.process.stdout, "stdout"), (self.process.stderr, "stderr")):
             pump = threading.Thread(target=self._pump_output, args=(stream, category),
                                     name=f"dyndbg-dap-{category}", daemon=True)

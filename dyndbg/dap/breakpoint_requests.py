@@ -227,7 +227,7 @@ def _hit_count(text: object) -> int:
         return 0
     if isinstance(text, str):
         stripped = text.strip().removeprefix(">=").strip()
-        if stripped.isdigit() and int(stripped) >= 1:
+        if stripped.isdecimal() and int(stripped) >= 1:
             return int(stripped) - 1
     raise CommandError(f"hit condition {text!r}: give a count N (stop from the Nth hit on)")
 

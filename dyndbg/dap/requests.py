@@ -8,7 +8,6 @@ guards, evaluation): no second copy of that logic.
 from __future__ import annotations
 
 import io
-import sys
 import threading
 from typing import TYPE_CHECKING, Callable
 
@@ -19,7 +18,9 @@ from dyndbg.dap.protocol import RequestError
 from dyndbg.dap.stop_requests import StopRequests, refuse_in_console
 from dyndbg.dynamo.registry import GeneratedCode
 from dyndbg.engine.stop import Stop, StopReason
+from dyndbg.engine.threads import ENGINE_LOCK
 from dyndbg.ui.session import Session
+from dyndbg.ui.values import exception_text
 
 if TYPE_CHECKING:
     from dyndbg.dap.server import DapFrontend
@@ -81,9 +82,12 @@ class Requests:
         told_engine = engine.registry.on_add
 
         def on_add(entry: GeneratedCode) -> None:
-            if told_engine is not None:
-                told_engine(entry)
-            self.code_added(entry)
+            # On the compiling thread: the reader thread changes breakpoints
+            # under this lock while the program runs.
+            with ENGINE_LOCK:
+                if told_engine is not None:
+                    told_engine(entry)
+                self.code_added(entry)
         engine.registry.on_add = on_add
 
     def code_added(self, entry: GeneratedCode) -> None:
@@ -137,13 +141,14 @@ class Requests:
         reason = self._reason(stop)
         from dyndbg.ui import render
         body = {"reason": reason, "threadId": self.stop_thread,
-                "description": render.location_line(stop.entry.label(), stop.info, stop.instr)
+                "description": render.location_line(stop.entry.label(), stop.info, stop.instr,
+                                                    render.renamer(stop.frame))
                 .lstrip("> ").strip(),
                 "allThreadsStopped": False, "preserveFocusHint": False}
         if stop.breakpoints:
             body["hitBreakpointIds"] = [bp.number for bp in stop.breakpoints]
         if stop.exception is not None:
-            body["text"] = f"{type(stop.exception).__name__}: {stop.exception}"
+            body["text"] = f"{type(stop.exception).__name__}: {exception_text(stop.exception)}"
         self.event("stopped", body)
 
     def capture_stop(self, stop: Stop) -> str:
@@ -154,17 +159,14 @@ class Requests:
         return session.out.getvalue().rstrip("\n")
 
     def _reason(self, stop: Stop) -> str:
+        """The stop's reason; the entry and pause it may answer end with it."""
+        entry, pause = self.entry_pending, self.pausing
+        self.entry_pending = self.pausing = False
         if stop.reason in (StopReason.EXCEPTION, StopReason.POST_MORTEM):
             return "exception"
         if stop.reason is StopReason.BREAKPOINT:
             return self.breaks.reason_for(stop.breakpoints)
-        if self.entry_pending:
-            self.entry_pending = False
-            return "entry"
-        if self.pausing:
-            self.pausing = False
-            return "pause"
-        return "step"
+        return "entry" if entry else "pause" if pause else "step"
 
     def resumed(self) -> None:
         self.stop = None
@@ -175,15 +177,14 @@ class Requests:
         return CAPABILITIES
 
     def r_launch(self, arguments: dict) -> None:
-        self._configure(arguments)
+        self._configure(arguments, "launch")
 
     def r_attach(self, arguments: dict) -> None:
-        self._configure(arguments)
+        self._configure(arguments, "attach")
 
-    def _configure(self, arguments: dict) -> None:
+    def _configure(self, arguments: dict, command: str) -> None:
         self.stop_on_entry = bool(arguments.get("stopOnEntry", False))
-        self.after_response["launch"] = self.after_response["attach"] = \
-            lambda: self.event("initialized")
+        self.after_response[command] = lambda: self.event("initialized")
 
     def r_configurationDone(self, arguments: dict) -> None:
         if self.stop_on_entry:
@@ -200,9 +201,8 @@ class Requests:
     def r_pause(self, arguments: dict) -> None:
         if self.stop is not None:
             return   # already stopped
-        frame = sys._current_frames().get(threading.main_thread().ident or 0)
         self.pausing = True
-        self.engine.stop_soon(frame, "pause")
+        self.engine.set_step()   # from this thread, as a breakpoint set while running
         self.frontend.output("dyndbg: pausing at the next dynamo-generated instruction to "
                              "run; ordinary Python code runs on until then")
 

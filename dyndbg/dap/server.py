@@ -12,8 +12,10 @@ holding the engine's lock; the others are refused with a reason.
 from __future__ import annotations
 
 import atexit
+import os
 import queue
 import socket
+import sys
 import threading
 from typing import TYPE_CHECKING, Callable
 
@@ -49,6 +51,7 @@ class DapFrontend:
         self._left_at_stop = False            # the client left while a thread was stopped
         self.sends_exit = False               # --listen: say when the program ends
         self.port: int | None = None          # the port listened on
+        self.to_adapter = False               # served over the stdio adapter's socket
 
     # -- engine.Frontend --------------------------------------------------------------
     def message(self, text: str) -> None:
@@ -172,6 +175,8 @@ class DapFrontend:
         """The client closed the connection: detach, the program runs on."""
         self.channel = None
         self.configured.set()
+        if self.to_adapter:
+            _output_to_devnull()
         with self._state:
             if self.stopped:
                 self._resumed = self._left_at_stop = True   # it detaches as it resumes
@@ -190,26 +195,26 @@ class DapFrontend:
             channel.event("terminated")
 
     # -- connections ----------------------------------------------------------------------
-    def connect(self, host: str, port: int) -> None:
-        """The stdio adapter's socket (`--dap-connect`)."""
-        connection = socket.create_connection((host, port), timeout=30)
-        connection.settimeout(None)
-        self._start(connection)
+    def serve(self, connection: socket.socket) -> None:
+        """The client on `connection` (the stdio adapter's, `--dap-connect`)."""
+        self.to_adapter = True
+        self._open(connection)
 
-    def listen(self, host: str, port: int, announce: Callable[[str], None]) -> int:
-        """Accept clients on HOST:PORT, one at a time; the port bound."""
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((host, port))
-        listener.listen(1)
-        bound = listener.getsockname()[1]
-        announce(f"dyndbg: listening on {host}:{bound}")
-        self.port = bound
+    def _open(self, connection: socket.socket) -> None:
+        channel = Channel(connection.makefile("rb"), connection.makefile("wb"))
+        self.channel = channel
+        threading.Thread(target=self._read_loop, args=(channel,),
+                         name="dyndbg-dap-reader", daemon=True).start()
+
+    def accept(self, listener: socket.socket) -> None:
+        """Take clients from `listener` (`--listen`): the first to come; once it
+        has left, the program runs on without the debugger and later
+        connections are closed at once."""
+        self.port = listener.getsockname()[1]
         self.sends_exit = True
         atexit.register(self.program_ended, None)   # dyndbg.listen(): the status is unknown
         threading.Thread(target=self._accept_loop, args=(listener,),
                          name="dyndbg-dap-listen", daemon=True).start()
-        return bound
 
     def _accept_loop(self, listener: socket.socket) -> None:
         while True:
@@ -218,15 +223,39 @@ class DapFrontend:
             except OSError:
                 return
             if self.channel is not None or self.engine.detached:
-                connection.close()   # one client at a time
+                connection.close()   # one client, once
                 continue
-            self._start(connection)
+            self._open(connection)
 
-    def _start(self, connection: socket.socket) -> None:
-        channel = Channel(connection.makefile("rb"), connection.makefile("wb"))
-        self.channel = channel
-        threading.Thread(target=self._read_loop, args=(channel,),
-                         name="dyndbg-dap-reader", daemon=True).start()
+
+def _output_to_devnull() -> None:
+    """The stdio adapter has gone (or will stop reading): the pipes it gave
+    for stdout and stderr may break, and the program must not fail on a
+    print. What it writes from now on is lost, as nobody is there to see it."""
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+    except OSError:
+        pass
+
+
+def _listener(host: str, port: int) -> socket.socket:
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        listener.listen(1)
+    except BaseException:
+        listener.close()
+        raise
+    return listener
 
 
 _listening: DapFrontend | None = None   # the `--listen` server, told when the program ends
@@ -236,23 +265,29 @@ def start(connect: tuple[str, int] | None = None, listen: tuple[str, int] | None
           announce: Callable[[str], None] = print, wait: bool = False) -> DapFrontend:
     """Attach an engine with a DAP front end: connected to the stdio adapter
     (`connect`) or serving `listen`. The program waits for the client's
-    configurationDone when connected, or with `wait`."""
+    configurationDone when connected, or with `wait`. The socket comes first:
+    where it cannot be had (OSError), nothing is attached."""
     global _listening
     from dyndbg.attach import start_engine
     from dyndbg.dap.requests import Requests
     from dyndbg.engine.debugger import Engine
+    connection = socket.create_connection(connect, timeout=30) if connect is not None else None
+    listener = _listener(*listen) if listen is not None else None
     frontend = DapFrontend()
     engine = Engine(frontend)
     frontend.engine = engine
     frontend.requests = Requests(frontend, engine)
     start_engine(engine)
     engine.set_continue()   # no stop until the client asks for one
-    if connect is not None:
-        frontend.connect(*connect)
-    if listen is not None:
-        frontend.listen(*listen, announce)
+    if connection is not None:
+        connection.settimeout(None)
+        frontend.serve(connection)
+    if listener is not None:
+        host, port = listener.getsockname()[:2]
+        announce(f"dyndbg: listening on {host}:{port}")
+        frontend.accept(listener)
         _listening = frontend
-    if connect is not None or wait:
+    if connection is not None or wait:
         wait_for_configuration(frontend)
     return frontend
 

@@ -2,16 +2,16 @@
 exception info, and the requests that run the program on (or back)."""
 from __future__ import annotations
 
-import ast
 import types
 from typing import TYPE_CHECKING
 
+from dyndbg.dap.hover import NotHoverable, hover_value
 from dyndbg.dap.protocol import RequestError
 from dyndbg.dap.variables import References, StaleReference, variable
 from dyndbg.engine.stop import StopReason
 from dyndbg.ui.parsing import CommandError
 from dyndbg.ui.session import RUNNING_COMMANDS
-from dyndbg.ui.values import safe_repr
+from dyndbg.ui.values import exception_text
 
 if TYPE_CHECKING:
     from dyndbg.dap.requests import Requests
@@ -95,9 +95,9 @@ class StopRequests:
             if frame is stop.frame:
                 instr = stop.instr
             else:
-                lasti = dict(stop.frames or []).get(frame, frame.f_lasti) \
-                    if stop.frames else frame.f_lasti
-                instr = info.containing(lasti) or info.instructions[0]
+                lasti = self.session.traceback_lasti(frame)
+                instr = info.containing(frame.f_lasti if lasti is None else lasti) \
+                    or info.instructions[0]
             return self.requests.code.frame_dict(frame_id, entry.label(), entry, instr,
                                                  frame.f_code.co_filename)
         return {"id": frame_id, "name": frame.f_code.co_name, "line": frame.f_lineno or 0,
@@ -156,12 +156,16 @@ class StopRequests:
         context = arguments.get("context") or "repl"
         if context == "repl":
             return self._console(expression)
-        if context == "hover" and not _without_side_effects(expression):
-            raise RequestError("hover shows names and attributes only (no calls)")
         try:
-            value = self.session.evaluate(expression)
+            if context == "hover":
+                session = self.session
+                value = hover_value(expression, session.namespace(), session.frame_globals())
+            else:
+                value = self.session.evaluate(expression)
+        except NotHoverable as why:
+            raise RequestError(str(why)) from None
         except Exception as error:  # noqa: BLE001 - the user's expression
-            raise RequestError(f"{type(error).__name__}: {error}") from None
+            raise RequestError(f"{type(error).__name__}: {exception_text(error)}") from None
         shown = variable("", value, self.refs)
         return {"result": shown["value"], "type": shown.get("type", ""),
                 "variablesReference": shown["variablesReference"]}
@@ -183,9 +187,10 @@ class StopRequests:
             raise RequestError("not stopped at an exception")
         import traceback
         kind = type(exc)
-        return {"exceptionId": kind.__name__, "description": str(exc) or safe_repr(exc),
+        text = exception_text(exc)
+        return {"exceptionId": kind.__name__, "description": text,
                 "breakMode": "unhandled" if stop.reason is StopReason.POST_MORTEM else "always",
-                "details": {"message": str(exc), "typeName": kind.__name__,
+                "details": {"message": text, "typeName": kind.__name__,
                             "fullTypeName": f"{kind.__module__}.{kind.__qualname__}",
                             "stackTrace": "".join(traceback.format_tb(exc.__traceback__))}}
 
@@ -231,12 +236,12 @@ class StopRequests:
         self.requests.engine.set_return(self._stepped_frame())
 
     def r_stepBack(self, arguments: dict) -> None:
-        self._back("back")
+        self._back("back", "stepBack")
 
     def r_reverseContinue(self, arguments: dict) -> None:
-        self._back(f"back {len(self.requests.engine.history) or 1}")
+        self._back(f"back {len(self.requests.engine.history) or 1}", "reverseContinue")
 
-    def _back(self, command: str) -> None:
+    def _back(self, command: str, request: str) -> None:
         """Show a recorded point (the program does not move): a stop event
         tells the client to read the frames again."""
         self.requests.checked_stop()
@@ -249,11 +254,10 @@ class StopRequests:
         self.refs.clear()
         self._frame_ids.clear()
         self.requests.frontend.output(text)
-        self.requests.after_response["stepBack"] = self.requests.after_response[
-            "reverseContinue"] = lambda: self.requests.event(
-                "stopped", {"reason": "step", "threadId": self.requests.stop_thread,
-                            "allThreadsStopped": False,
-                            "description": text.splitlines()[0] if text else "recorded point"})
+        self.requests.after_response[request] = lambda: self.requests.event(
+            "stopped", {"reason": "step", "threadId": self.requests.stop_thread,
+                        "allThreadsStopped": False,
+                        "description": text.splitlines()[0] if text else "recorded point"})
 
     # -- dyndbg's own views --------------------------------------------------------------------
     def _view(self, command: str, arguments: dict) -> dict:
@@ -261,7 +265,7 @@ class StopRequests:
         extra = arguments.get("args", "")
         if not isinstance(extra, str):
             raise RequestError("'args' must be a string")
-        return {"text": self.requests.capture(f"{command} {extra}".strip())}
+        return {"text": self.requests.capture(f"{command} {extra}".strip(), typed=True)}
 
     def r_dyndbg_guards(self, arguments: dict) -> dict:
         return self._view("guards", arguments)
@@ -298,22 +302,3 @@ class _Note:
 
     def __repr__(self) -> str:
         return self.text
-
-
-def _without_side_effects(expression: str) -> bool:
-    """A name, or names and attributes with constant subscripts: what a hover may read."""
-    try:
-        tree = ast.parse(expression.strip(), mode="eval")
-    except (SyntaxError, ValueError):
-        return False
-    node = tree.body
-    while True:
-        if isinstance(node, ast.Name):
-            return True
-        if isinstance(node, ast.Attribute):
-            node = node.value
-        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
-            node = node.value
-        else:
-            return False
-

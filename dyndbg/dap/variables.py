@@ -6,7 +6,8 @@ them, and numbers are never handed out again, so a client asking with an old
 one gets StaleReference, never another object's values.
 
 Every read of a user object (its repr, attributes, length, items) is guarded
-and time-limited: a failing or slow one shows as a text, never escapes.
+(and time-limited in the main thread, where the limit's alarm works): a
+failing or slow one shows as a text, never escapes.
 """
 from __future__ import annotations
 

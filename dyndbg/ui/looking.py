@@ -173,11 +173,7 @@ class LookingCommands:
 
     def _frame_line(self, frame: types.FrameType) -> str:
         """A frame's `where` line; post mortem, at the instruction of the traceback."""
-        stop = self.host.stop
-        lasti = None
-        if stop is not None and stop.frames:
-            lasti = next((i for f, i in stop.frames if f is frame), None)
-        return render.frame_line(frame, self._generated(frame), lasti)
+        return render.frame_line(frame, self._generated(frame), self.host.traceback_lasti(frame))
 
     def _generated(self, frame: types.FrameType) -> tuple[str, CodeInfo] | None:
         """(label, CodeInfo) for a generated frame, None for a plain one."""

@@ -203,6 +203,12 @@ class Session:
             cached = self._locals[id(frame)] = frame.f_locals
         return cached
 
+    def traceback_lasti(self, frame: types.FrameType) -> int | None:
+        """Post mortem: the frame's instruction as the traceback gives it (it has unwound)."""
+        if self.stop is None or not self.stop.frames:
+            return None
+        return next((lasti for f, lasti in self.stop.frames if f is frame), None)
+
     def frame_stack(self) -> tuple[list[object] | None, str]:
         """The value stack of the selected frame, or None and why not."""
         assert self.stop is not None

@@ -3,18 +3,43 @@ same): breakpoint and exception lines, the location and the stack in brief,
 the graph boundary views, displays; sticky mode's screen; the toolbar."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from dyndbg.engine.stop import Stop, StopReason
 from dyndbg.ui import boundaries, render
-from dyndbg.ui.values import safe_repr
+from dyndbg.ui.values import exception_text
 
 if TYPE_CHECKING:
-    from dyndbg.ui.session import Session
+    from dyndbg.engine.debugger import Engine
+    from dyndbg.ui.breakpoint_commands import BreakpointCommands
+    from dyndbg.ui.cache_commands import CacheCommands
+    from dyndbg.ui.dynamo_commands import DynamoCommands
+    from dyndbg.ui.history_commands import PastView
+    from dyndbg.ui.looking import LookingCommands
+    from dyndbg.ui.style import Highlighter
+
+
+class Printing(Protocol):
+    """What the printer reads of the session (ui/session.py)."""
+
+    stop: Stop | None
+    past: PastView | None
+    engine: Engine
+    out: TextIO
+    highlighter: Highlighter
+    sticky: bool
+    color: bool
+    breaking: BreakpointCommands
+    dynamo: DynamoCommands
+    editing: CacheCommands
+    looking: LookingCommands
+
+    def write(self, text: str = "") -> None: ...
+    def show_displays(self) -> None: ...
 
 
 class StopPrinter:
-    def __init__(self, session: "Session") -> None:
+    def __init__(self, session: Printing) -> None:
         self.session = session
 
     def print_stop(self, stop: Stop) -> None:
@@ -29,7 +54,7 @@ class StopPrinter:
             session.write(f"Stopped {stop.why}")
         if stop.exception is not None:
             exc = stop.exception
-            session.write(f"!! {type(exc).__name__}: {safe_repr(exc) if not str(exc) else exc}")
+            session.write(f"!! {type(exc).__name__}: {exception_text(exc)}")
             ending = "'c' or 'q' ends the post-mortem session" \
                 if stop.reason is StopReason.POST_MORTEM else "'c' lets it propagate"
             session.write(f"!! raised at instr {stop.instr.index} @{stop.instr.offset} "

@@ -41,6 +41,16 @@ def safe_repr(value: object) -> str:
         return f"<repr failed: {type(error).__name__}: {error}>"
 
 
+def exception_text(error: BaseException) -> str:
+    """str(error), else its repr where that is empty or raises (a user exception)."""
+    try:
+        with time_limit(REPR_SECONDS):
+            text = str(error)
+    except Exception:  # noqa: BLE001 - user objects; TimeLimitExceeded too
+        text = ""
+    return text or safe_repr(error)
+
+
 def cut(text: str, width: int | None = None) -> str:
     """One line of at most ~width characters; a cut shows … and the full length."""
     width = width or _width[0]
