@@ -58,11 +58,9 @@ class BreakpointRequests:
         source = arguments.get("source")
         if not isinstance(source, dict):
             raise RequestError("'source' must be an object")
-        wanted = arguments.get("breakpoints")
-        if wanted is None:
-            wanted = [{"line": line} for line in arguments.get("lines") or []]
-        if not isinstance(wanted, list) or not all(isinstance(w, dict) for w in wanted):
-            raise RequestError("'breakpoints' must be a list of objects")
+        if arguments.get("breakpoints") is None:   # the older form: lines alone
+            arguments = {"breakpoints": [{"line": line} for line in arguments.get("lines") or []]}
+        wanted = _specs(arguments)
         entry = self._bytecode_entry(source)
         key = f"bytecode:{entry.serial}" if entry is not None else f"file:{source.get('path')}"
         if entry is None and not isinstance(source.get("path"), str):
@@ -85,9 +83,7 @@ class BreakpointRequests:
         return {"breakpoints": results}
 
     def r_setFunctionBreakpoints(self, arguments: dict) -> dict:
-        wanted = arguments.get("breakpoints")
-        if not isinstance(wanted, list) or not all(isinstance(w, dict) for w in wanted):
-            raise RequestError("'breakpoints' must be a list of objects")
+        wanted = _specs(arguments)
         self._forget(FUNCTION)
         results = []
         for spec in wanted:
@@ -104,9 +100,7 @@ class BreakpointRequests:
         return {"breakpoints": results}
 
     def r_setInstructionBreakpoints(self, arguments: dict) -> dict:
-        wanted = arguments.get("breakpoints")
-        if not isinstance(wanted, list) or not all(isinstance(w, dict) for w in wanted):
-            raise RequestError("'breakpoints' must be a list of objects")
+        wanted = _specs(arguments)
         self._forget(INSTRUCTION)
         results = []
         for spec in wanted:
@@ -219,6 +213,13 @@ class BreakpointRequests:
         if instr.opname in SILENT_OPNAMES:
             raise RequestError(f"{instr.opname} at @{instr.offset} runs before tracing starts")
         return InstructionTarget(entry.code, instr.offset, instr.index, entry.label())
+
+
+def _specs(arguments: dict) -> list[dict]:
+    wanted = arguments.get("breakpoints")
+    if not isinstance(wanted, list) or not all(isinstance(w, dict) for w in wanted):
+        raise RequestError("'breakpoints' must be a list of objects")
+    return wanted
 
 
 def _hit_count(text: object) -> int:

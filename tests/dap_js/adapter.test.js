@@ -18,6 +18,18 @@ function samePath(a, b) {
     return fs.realpathSync(a) === fs.realpathSync(b);
 }
 
+// What VS Code sends once the adapter says `initialized`: the breakpoints
+// (here a function breakpoint on resume functions; its answer is returned),
+// then configurationDone.
+async function configureResumeBreakpoint(s) {
+    await s.dc.waitForEvent('initialized');
+    const r = await s.request('setFunctionBreakpoints', {
+        breakpoints: [{ name: 'torch_dynamo_resume_in_*' }],
+    });
+    await s.request('configurationDone');
+    return r.body.breakpoints[0];
+}
+
 // The code object an address belongs to: address = ((serial + 1) << 20) | byte offset.
 function codeOf(address) {
     return BigInt(address) >> 20n;
@@ -75,13 +87,7 @@ test('a pending function breakpoint on a resume function binds, then stops', LIM
     try {
         let pending;
         await s.unlessEnded(Promise.all([
-            s.dc.waitForEvent('initialized').then(async () => {
-                const r = await s.request('setFunctionBreakpoints', {
-                    breakpoints: [{ name: 'torch_dynamo_resume_in_*' }],
-                });
-                pending = r.body.breakpoints[0];
-                await s.request('configurationDone');
-            }),
+            configureResumeBreakpoint(s).then((bp) => { pending = bp; }),
             s.dc.launch({ cwd: ROOT, program: SAMPLE }),
         ]), 'the launch sequence ended');
         assert.strictEqual(pending.verified, false, JSON.stringify(pending));
@@ -156,13 +162,7 @@ test("attach to `python -m dyndbg --listen` as the extension's DebugAdapterServe
         const port = await s.listen(SAMPLE);
         let pending;
         await s.unlessEnded(Promise.all([
-            s.dc.waitForEvent('initialized').then(async () => {
-                const r = await s.request('setFunctionBreakpoints', {
-                    breakpoints: [{ name: 'torch_dynamo_resume_in_*' }],
-                });
-                pending = r.body.breakpoints[0];
-                await s.request('configurationDone');
-            }),
+            configureResumeBreakpoint(s).then((bp) => { pending = bp; }),
             // What VS Code sends: the whole configuration, `connect` included.
             s.request('initialize', { adapterID: 'dyndbg', linesStartAt1: true, columnsStartAt1: true, pathFormat: 'path' })
                 .then(() => s.request('attach', {
