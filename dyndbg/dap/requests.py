@@ -97,7 +97,7 @@ class Requests:
             self.breaks.code_added(entry)
         except Exception as error:  # noqa: BLE001 - reached from dynamo's compile
             self.frontend.output(f"dyndbg: internal error telling the editor of new code: "
-                                 f"{type(error).__name__}: {error}")
+                                 f"{type(error).__name__}: {exception_text(error)}")
 
     def handler(self, command: str) -> Callable[[dict], dict | None] | None:
         name = "r_" + command.replace("/", "_")

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Callable
 from dyndbg.dap.protocol import Channel, Message, ProtocolError, RequestError
 from dyndbg.engine.stop import Stop, TraceEvent
 from dyndbg.engine.threads import ENGINE_LOCK
+from dyndbg.ui.values import exception_text
 
 if TYPE_CHECKING:
     from dyndbg.dap.requests import Requests
@@ -162,7 +163,8 @@ class DapFrontend:
             channel.fail(request, str(error))
             return
         except Exception as error:  # noqa: BLE001 - a bad request never kills the adapter
-            channel.fail(request, f"dyndbg: {command} failed: {type(error).__name__}: {error}")
+            channel.fail(request, f"dyndbg: {command} failed: {type(error).__name__}: "
+                                  f"{exception_text(error)}")
             return
         channel.respond(request, body)
         after = self.requests.after_response.pop(command, None)
