@@ -7,6 +7,9 @@ _API = ("set_trace", "breakpoint", "debug", "post_mortem", "listen", "wait_for_c
 
 def __getattr__(name: str) -> object:
     # Loaded on first use: `python -m dyndbg --version` must not import torch.
+    if name == "core":   # 'c' or 'python': which core runs the per-instruction work
+        from dyndbg.cores import core
+        return core
     if name in _API:
         from dyndbg import api
         return getattr(api, name)
@@ -14,4 +17,4 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted(list(globals()) + list(_API))
+    return sorted(list(globals()) + list(_API) + ["core"])

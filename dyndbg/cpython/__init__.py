@@ -14,11 +14,11 @@ from dyndbg.cpython.opcodes import (CALL_OPNAMES, MARKER_LOAD, NO_FALL_THROUGH, 
                                     argument_names,
                                     is_return, rebinds_arguments, returned_value)
 from dyndbg.cpython.stackdepth import depth_before, instruction_start, suspended_depth
-from dyndbg.cpython.valuestack import (NULL, StackUnavailable, read_frame_slots,
+from dyndbg.cpython.valuestack import (NULL, StackUnavailable, event_depths, read_frame_slots,
                                        read_suspended_stack, read_value_stack, slot_names,
                                        stack_support)
 
-__all__ = ["NULL", "StackUnavailable", "read_frame_slots", "read_suspended_stack",
+__all__ = ["NULL", "StackUnavailable", "event_depths", "read_frame_slots", "read_suspended_stack",
            "read_value_stack", "slot_names",
            "depth_before", "instruction_start", "suspended_depth", "stack_support",
            "CALL_OPNAMES", "MARKER_LOAD", "NO_FALL_THROUGH", "SILENT_OPNAMES", "argument_names", "is_return",

@@ -118,6 +118,11 @@ def depth_before(code: types.CodeType, offset: int) -> int | None:
     return _table(code).depths.get(offset)
 
 
+def depth_table(code: types.CodeType) -> dict[int, int]:
+    """Every instruction's depth_before, by offset (for the compiled reader)."""
+    return _table(code).depths
+
+
 def instruction_start(code: types.CodeType, offset: int) -> int | None:
     """The offset of the instruction whose bytes hold `offset`: a frame's
     f_lasti can point into an instruction's inline CACHE entries (a caller

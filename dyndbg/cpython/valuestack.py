@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import _ctypes
 import ctypes
+import enum
 import sys
 import types
 
+from dyndbg import cores
 from dyndbg.cpython.layouts import FrameLayout, layout_for_running_python
-from dyndbg.cpython.stackdepth import depth_before, suspended_depth
+from dyndbg.cpython.stackdepth import depth_before, depth_table, suspended_depth
 
 
 class _Null:
@@ -104,6 +106,21 @@ def _read_stack_with(layout: FrameLayout, frame: types.FrameType,
                      depth: int | None = None, stored: bool = True,
                      with_locals: bool = False, at_most: int | None = None,
                      expected: int | None = None) -> list[object]:
+    """The frame's slots, read by the core this process runs on (core.py)."""
+    return _reader(layout, frame, depth, stored, with_locals, at_most, expected)
+
+
+def _read_compiled(layout: FrameLayout, frame: types.FrameType, depth: int | None,
+                   stored: bool, with_locals: bool, at_most: int | None,
+                   expected: int | None) -> list[object]:
+    """_read_python's work in C (cpython/_frames.c, configured with `layout`)."""
+    return _frames.read(frame, -1 if depth is None else depth, stored, with_locals,
+                        -1 if at_most is None else at_most, -1 if expected is None else expected)
+
+
+def _read_python(layout: FrameLayout, frame: types.FrameType, depth: int | None,
+                 stored: bool, with_locals: bool, at_most: int | None,
+                 expected: int | None) -> list[object]:
     """`depth`: the static depth, used where no stack pointer is stored;
     `stored`: False where a stored one cannot be current (3.12+ at events);
     `at_most`: a depth the stored one may not exceed (a suspended frame's);
@@ -141,13 +158,15 @@ def _read_stack_with(layout: FrameLayout, frame: types.FrameType,
 
 
 _checked: tuple[FrameLayout | None, str | None] | None = None
+_frames = None              # the compiled reader module, where it runs
+_reader = _read_python      # _read_compiled once the compiled reader passes the check
 
 
 def _take(*args: object) -> None:
     return None
 
 
-def _self_check(layout: FrameLayout) -> str | None:
+def _self_check(layout: FrameLayout, reader=_read_python) -> str | None:  # noqa: ANN001
     """Read a known stack once; None if the layout is right, else why not.
 
     The probe is suspended in a call with a call's callable and NULL and two
@@ -163,7 +182,7 @@ def _self_check(layout: FrameLayout) -> str | None:
         caller = sys._getframe(1)
         depth = suspended_depth(caller.f_code, caller.f_lasti)
         try:
-            stack = _read_stack_with(layout, caller, depth, at_most=depth)
+            stack = reader(layout, caller, depth, True, False, depth, None)
         except StackUnavailable:
             stack = []
         seen.append(len(stack) == 4 and {id(stack[0]), id(stack[1])} == {id(_take), id(NULL)}
@@ -189,7 +208,22 @@ def stack_support() -> str | None:
             problem = _self_check(layout)
             _checked = (layout, None) if problem is None else (
                 None, f"value stack not available on Python {version} ({problem})")
+            if problem is None and cores.frames() is not None:
+                _use_compiled_reader(layout)
     return _checked[1]
+
+
+def _use_compiled_reader(layout: FrameLayout) -> None:
+    """The compiled reader, once it reads the probe as the Python one did."""
+    global _reader, _frames
+    _frames = cores.frames()
+    _frames.configure(layout.f_frame, layout.f_code, layout.stacktop, layout.localsplus,
+                      layout.stack_pointer, _event_mode(layout).value, NULL, StackUnavailable)
+    problem = _self_check(layout, _read_compiled)
+    if problem is None:
+        _reader = _read_compiled
+    else:
+        cores.refuse(f"the compiled slot reader: {problem}")
 
 
 def _layout() -> FrameLayout:
@@ -216,17 +250,41 @@ def read_frame_slots(frame: types.FrameType) -> list[object]:
     return _at_event(frame, with_locals=True)
 
 
+class EventMode(enum.Enum):
+    """How the stack's top is known at an instruction event."""
+
+    STORED_TOP = 0     # 3.11: stored for the event
+    STATIC_DEPTH = 1   # 3.12, 3.13: not stored; the depth the bytecode gives
+    # 3.14+: the pointer stored for the event. A release build never clears it,
+    # so it must also agree with the bytecode: a stale one is never read.
+    CHECKED_TOP = 2
+
+
+def _event_mode(layout: FrameLayout) -> EventMode:
+    if layout.stack_pointer:
+        return EventMode.CHECKED_TOP
+    return EventMode.STORED_TOP if layout.stacktop_at_events else EventMode.STATIC_DEPTH
+
+
+def event_depths(code: types.CodeType) -> dict[int, int] | None:
+    """What the compiled reader needs of `code` at events (cpython/_frames.c's
+    read_at_event): its stack depths by offset, None where the top is stored."""
+    return None if _event_mode(_layout()) is EventMode.STORED_TOP else depth_table(code)
+
+
 def _at_event(frame: types.FrameType, with_locals: bool) -> list[object]:
     layout = _layout()
-    if layout.stacktop_at_events and not layout.stack_pointer:       # 3.11
+    mode = _event_mode(layout)
+    if _reader is _read_compiled:
+        depths = None if mode is EventMode.STORED_TOP else depth_table(frame.f_code)
+        return _frames.read_at_event(frame, depths, with_locals)
+    if mode is EventMode.STORED_TOP:
         return _read_stack_with(layout, frame, with_locals=with_locals)
     depth = depth_before(frame.f_code, frame.f_lasti)
     if depth is None:
         raise StackUnavailable("no instruction starts at this frame's offset")
-    if not layout.stack_pointer:                                      # 3.12, 3.13
+    if mode is EventMode.STATIC_DEPTH:
         return _read_stack_with(layout, frame, depth, stored=False, with_locals=with_locals)
-    # 3.14+: the pointer stored for the event. A release build never clears it,
-    # so it must also agree with the bytecode: a stale one is never read.
     return _read_stack_with(layout, frame, with_locals=with_locals, expected=depth)
 
 

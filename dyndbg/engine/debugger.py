@@ -11,6 +11,7 @@ from __future__ import annotations
 import types
 from typing import Protocol
 
+from dyndbg import cores
 from dyndbg.cpython import StackUnavailable, argument_names, read_value_stack, stack_support
 from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
 from dyndbg.dynamo.edits import EDITS
@@ -70,6 +71,8 @@ class Engine:
     # -- life cycle -----------------------------------------------------------
     def start(self) -> None:
         stack_support()  # the layout self-check, once, before any event
+        if cores.note():  # the compiled core was not built, or failed its check
+            self.frontend.message(cores.note())
         self.interrupts.install()
         self.hooks.install()
         # Everything dyndbg runs is entered through these: dynamo must skip them
