@@ -9,15 +9,18 @@ Records form one timeline; each names the record of its caller's call
 from __future__ import annotations
 
 import collections
+import enum
 import operator
 import types
 from typing import Iterator, NamedTuple
 
-from dyndbg.cpython import NULL, StackUnavailable, instruction_start, read_frame_slots, slot_names
+from dyndbg import cores
+from dyndbg.cpython import (NULL, StackUnavailable, event_depths, instruction_start,
+                            read_frame_slots, slot_names)
 from dyndbg.cpython.opcodes import KEEPS_VALUES_OPNAMES
 from dyndbg.dynamo import GeneratedCode
 from dyndbg.engine.codeinfo import CodeInfo, Instr
-from dyndbg.engine.recorded_values import Limits, ValueKeeper
+from dyndbg.engine.recorded_values import VOLATILE, Limits, ValueKeeper, _Copy
 
 DEFAULT_SIZE = 300_000               # records
 DEFAULT_COPY_LIMIT = 65_536          # elements of a tensor copied
@@ -60,6 +63,37 @@ class RecordInfo(NamedTuple):
     unreadable: int            # instructions whose frame could not be read
 
 
+class RecordResult(enum.Enum):
+    """What record() did (engine/_history.c returns the same values)."""
+
+    RECORDED = 0
+    CHECK_BOUNDS = 1         # recorded; the bounds may be passed
+    UNREADABLE = 2           # the frame's slots could not be read
+    NOT_AN_INSTRUCTION = 3   # f_lasti is no instruction's start
+
+
+# As plain ints: compared at every recorded instruction.
+_CHECK_BOUNDS = RecordResult.CHECK_BOUNDS.value
+_UNREADABLE = RecordResult.UNREADABLE.value
+_NOT_AN_INSTRUCTION = RecordResult.NOT_AN_INSTRUCTION.value
+
+
+class _Spec(NamedTuple):
+    """What recording needs of a code object, computed once (entry.extra)."""
+
+    entry: GeneratedCode
+    instructions: dict[int, Instr]      # by offset
+    names: int                          # local, cell and free slots
+    celled: tuple[int, ...]             # those holding a cell
+    depths: dict[int, int] | None       # for the compiled reader (cpython.event_depths)
+
+
+def _spec(entry: GeneratedCode, info: CodeInfo) -> _Spec:
+    names, celled = slot_names_of(entry)
+    return _Spec(entry, {instr.offset: instr for instr in info.instructions}, len(names),
+                 tuple(sorted(celled)), event_depths(entry.code))
+
+
 def slot_names_of(entry: GeneratedCode) -> tuple[tuple[str, ...], frozenset[int]]:
     """slot_names of the entry's code, computed once per code."""
     names = entry.extra.get("slot_names")
@@ -95,6 +129,10 @@ class History:
         self.dropped = 0
         self.unreadable = 0
         self._dropped_since_sweep = 0
+        compiled = cores.history()
+        self._recorder = None if compiled is None else compiled.Recorder(
+            self, self._records, self._tracks, self._new_track, self._keeper.keep, Record,
+            KEEPS_VALUES_OPNAMES, NULL, StackUnavailable, _Copy, VOLATILE)
 
     # -- settings -------------------------------------------------------------------
     @property
@@ -121,15 +159,29 @@ class History:
     # -- recording (the hot path) ------------------------------------------------------
     def record(self, frame: types.FrameType, entry: GeneratedCode, info: CodeInfo) -> None:
         """Before the instruction at frame.f_lasti runs."""
-        instr = info.at_offset(frame.f_lasti)
+        spec = entry.extra.get("record_spec")
+        if spec is None:
+            spec = entry.extra["record_spec"] = _spec(entry, info)
+        if self._recorder is not None:
+            result = self._recorder.record(frame, spec)
+        else:
+            result = self._record(frame, spec)
+        if result == _CHECK_BOUNDS:
+            if len(self._records) > self.size or self._keeper.bytes > self.memory:
+                self._trim()
+        elif result == _UNREADABLE:
+            self.unreadable += 1
+
+    def _record(self, frame: types.FrameType, spec: _Spec) -> int:
+        """The pure-Python core's record (engine/_history.c does these steps in C)."""
+        entry, instructions, count, celled, _ = spec
+        instr = instructions.get(frame.f_lasti)
         if instr is None:
-            return
+            return _NOT_AN_INSTRUCTION
         try:
             slots = read_frame_slots(frame)
         except StackUnavailable:
-            self.unreadable += 1
-            return
-        names, celled = slot_names_of(entry)
+            return _UNREADABLE
         for i in celled:
             value = slots[i]
             if type(value) is types.CellType:
@@ -140,14 +192,13 @@ class History:
         key = id(frame)
         track = self._tracks.get(key)
         if track is None:
-            track = self._tracks[key] = _Track(self._caller_of(frame))
+            track = self._new_track(frame)
         seq = self._next
         kept = track.kept
         self._keeper.keep_all(slots, seq, track.raw, kept, track.tokens,
                               track.opname in KEEPS_VALUES_OPNAMES)
         track.raw = slots
         track.opname = instr.opname
-        count = len(names)
         local_values = tuple(kept[:count])
         previous = track.locals
         if len(previous) == count and all(map(operator.is_, local_values, previous)):
@@ -158,8 +209,12 @@ class History:
         self._records.append(_new_record(Record, (seq, key, entry, instr, tuple(kept[count:]),
                                                   local_values, track.caller, frame.f_globals)))
         self._next = seq + 1
-        if len(self._records) > self.size or self._keeper.bytes > self.memory:
-            self._trim()
+        return _CHECK_BOUNDS
+
+    def _new_track(self, frame: types.FrameType) -> _Track:
+        """A frame recorded for the first time."""
+        track = self._tracks[id(frame)] = _Track(self._caller_of(frame))
+        return track
 
     def _caller_of(self, frame: types.FrameType) -> int:
         """The newest record of the innermost recorded frame below `frame`."""

@@ -116,6 +116,41 @@ class Limits(NamedTuple):
 VOLATILE = object()   # a token: kept anew at every record (a container may change in place)
 
 
+def slot_sources(values: list, previous: list, tokens: list, settled: bool,
+                 seq: int) -> list[int]:
+    """Where each slot's kept value comes from, for the slots whose kept value
+    is not the one the previous record had at the same place: pairs (i, j)
+    flattened, ascending in i, with j the previous slot that held the same
+    object, unchanged (the stack moved it), or -1 to keep it anew.
+
+    A slot holding the same object as before is unchanged if `settled` (the
+    instruction in between changed no object in place), if its token is None
+    (immutable) or if its token holds (then `last = seq`).
+    engine/_history.c does this in C."""
+    known = len(previous)
+    sources: list[int] = []
+    where: dict[int, int] | None = None
+    for i, value in enumerate(values):
+        j = i if i < known and value is previous[i] else -1
+        if j < 0:
+            if where is None:
+                where = {id(v): k for k, v in enumerate(previous)}
+            j = where.get(id(value), -1)
+            if j < 0:
+                sources += (i, -1)
+                continue
+        if not settled:
+            token = tokens[j]
+            if token is not None:
+                if token is VOLATILE or not token.holds(value):
+                    sources += (i, -1)
+                    continue
+                token.last = seq
+        if j != i:
+            sources += (i, j)
+    return sources
+
+
 class ValueKeeper:
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
@@ -131,33 +166,20 @@ class ValueKeeper:
                  settled: bool = False) -> None:
         """Keep `values` (a frame's slots) into `kept` and `tokens`, which hold
         what the frame's previous record kept of `previous`: a slot holding
-        the same object, unchanged (an immutable one, a tensor of the same
-        version), reuses its kept value. `settled`: the instruction in between
-        changed no object in place, so only the slots holding another object
-        are kept anew. The hot path of recording."""
-        known = len(previous)
+        an object the previous record held, unchanged (an immutable one, a
+        tensor of the same version), reuses its kept value. `settled`: the
+        instruction in between changed no object in place. The hot path of
+        recording (slot_sources)."""
+        sources = slot_sources(values, previous, tokens, settled, seq)
+        if sources:
+            old_kept, old_tokens = kept[:], tokens[:]
         del kept[len(values):], tokens[len(values):]
-        if settled:
-            changed = list(itertools.compress(range(known), map(operator.is_not, values,
-                                                               previous)))
-            changed.extend(range(known, len(values)))
-            for i in changed:
+        for k in range(0, len(sources), 2):
+            i, j = sources[k], sources[k + 1]
+            if j >= 0:
+                kept_value, token = old_kept[j], old_tokens[j]
+            else:
                 kept_value, token = self.keep(values[i], seq)
-                if i < len(kept):
-                    kept[i], tokens[i] = kept_value, token
-                else:
-                    kept.append(kept_value)
-                    tokens.append(token)
-            return
-        for i, value in enumerate(values):
-            if i < known and value is previous[i]:
-                token = tokens[i]
-                if token is None:
-                    continue
-                if token is not VOLATILE and token.holds(value):
-                    token.last = seq
-                    continue
-            kept_value, token = self.keep(value, seq)
             if i < len(kept):
                 kept[i], tokens[i] = kept_value, token
             else:
