@@ -25,6 +25,7 @@ import sys
 import threading
 import types
 
+from dyndbg import cores
 from dyndbg.cpython.tracing import prepare_settrace
 from dyndbg.dynamo import GeneratedCode
 from dyndbg.dynamo.registry import RESUME_PREFIXES
@@ -61,6 +62,13 @@ class SettraceTracer:
         self._tracers: dict[int, tuple] = {}           # id(code) -> (ArmingPlan, line tracer)
         self._cache_version: object = None             # the policy's version of both
         self._line_tracer_shielded = False
+        # What sys.settrace installs: the compiled core's filter in front of
+        # _global_trace, or _global_trace itself (cores.py).
+        self._compiled = cores.settrace()
+        self._installed_trace = self._global_trace if self._compiled is None else \
+            self._compiled.call_filter(self._generated, RESUME_PREFIXES, self.hooks, self.policy,
+                                       self._global_trace,
+                                       self._compiled.callee_filter(self._callee_trace))
 
     # -- the Tracer interface ---------------------------------------------------
     def start(self) -> None:
@@ -142,21 +150,21 @@ class SettraceTracer:
         """Dynamo compiles in this thread (the others run on, traced)."""
         thread = self._thread
         thread.suspended += 1
-        if thread.installed and sys.gettrace() == self._global_trace:
+        if thread.installed and sys.gettrace() == self._installed_trace:
             sys.settrace(None)
 
     def resume(self) -> None:
         thread = self._thread
         thread.suspended = max(0, thread.suspended - 1)
         if thread.installed and not thread.suspended:
-            sys.settrace(self._global_trace)
+            sys.settrace(self._installed_trace)
 
     # -- installing and arming (in the current thread) -------------------------------
     def _install(self) -> None:
         thread = self._thread
         if not thread.installed and not thread.suspended:
             thread.installed = True
-            sys.settrace(self._global_trace)
+            sys.settrace(self._installed_trace)
 
     def _uninstall(self) -> None:
         if self._thread.installed:
@@ -173,8 +181,8 @@ class SettraceTracer:
         """threading.settrace's function: the thread's first event installs the
         global trace in it, as _install does."""
         self._thread.installed = True
-        sys.settrace(self._global_trace)
-        return self._global_trace(frame, event, arg)
+        sys.settrace(self._installed_trace)
+        return self._installed_trace(frame, event, arg)
 
     def _sync_code_caches(self) -> None:
         """Per-code decisions depend on the policy: drop them when it changes."""
@@ -293,6 +301,7 @@ class SettraceTracer:
         """
         offsets, hot_lines, line_of = plan.offsets, plan.hot_lines, plan.line_of
         dispatch, policy, events = self._dispatch, self.policy, self.events
+        installed = None   # what f_trace holds under this plan: tracer, or its filter
 
         def tracer(frame: types.FrameType, event: str, arg: object) -> None:
             if event == "opcode":
@@ -310,14 +319,17 @@ class SettraceTracer:
             dispatch(frame, event, arg)
             # Only under this plan: a stop may have re-armed the frame with a new one.
             if event != "return" and not policy.stepping and \
-                    frame.f_trace is tracer and plan.done_after(frame.f_lasti):
+                    frame.f_trace is installed and plan.done_after(frame.f_lasti):
                 self._release(frame)
             return None
 
         if not self._line_tracer_shielded:  # every closure shares this code object
             self.hooks.shield(tracer)
             self._line_tracer_shielded = True
-        return tracer
+        # The compiled core answers the events that need nothing before tracer runs.
+        installed = tracer if self._compiled is None else self._compiled.line_filter(
+            offsets, hot_lines, line_of, bool(plan.all_opcodes), events, tracer)
+        return installed
 
     def _dispatch(self, frame: types.FrameType, event: str, arg: object) -> None:
         try:

@@ -1,0 +1,364 @@
+/* Compiled trace functions for the sys.settrace mechanism (settrace.py).
+ *
+ * Each is a filter in front of a Python trace function of settrace.py: it
+ * answers the events that need nothing (most of them) the way that function
+ * would, and hands every other event to it. A Python trace function costs a
+ * Python call per event; these cost a C call. The Python functions stay the
+ * reference and the whole of the pure-Python core.
+ *
+ *   CallFilter    before _global_trace: a call of code that is not generated,
+ *                 not a resume function, with no Ctrl-C pending: None, or
+ *                 with --post-mortem, for a callee of generated code, the
+ *                 CalleeFilter (f_trace_lines off).
+ *   CalleeFilter  before _callee_trace: only an exception event reaches it.
+ *   LineFilter    before a _line_tracer: an opcode event off the armed
+ *                 offsets, a line event that only switches opcode events.
+ *
+ * Nothing here may raise past the interpreter's trace call: an error in a
+ * filter is cleared and the event goes to the Python function, which
+ * catches everything.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+#include <stddef.h>
+
+static PyObject *one;   /* the int 1 */
+static PyObject *str_call, *str_line, *str_opcode, *str_exception, *str_interrupt_pending,
+    *str_failed_calls, *str_f_trace_lines, *str_f_trace_opcodes, *str_instruction;
+
+/* The event's name is one of the interpreter's interned strings. */
+static int
+is_event(PyObject *event, PyObject *name)
+{
+    return event == name || (PyUnicode_Check(event) && PyUnicode_Compare(event, name) == 0);
+}
+
+static PyObject *
+hand_over(PyObject *slow, PyObject *const *args)
+{
+    PyErr_Clear();
+    return PyObject_Vectorcall(slow, args, 3, NULL);
+}
+
+/* -- CalleeFilter --------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *slow;
+} CalleeFilter;
+
+static PyObject *
+callee_call(CalleeFilter *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    if (PyVectorcall_NARGS(nargsf) != 3 || kwnames != NULL)
+        return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+    if (is_event(args[1], str_exception))
+        return hand_over(self->slow, args);
+    Py_RETURN_NONE;
+}
+
+/* -- CallFilter ----------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *generated;    /* registry.by_id: id(code) -> entry */
+    PyObject *prefixes;     /* RESUME_PREFIXES */
+    PyObject *hooks;        /* .interrupt_pending */
+    PyObject *policy;       /* .failed_calls */
+    PyObject *slow;         /* _global_trace */
+    PyObject *callee;       /* the CalleeFilter */
+} CallFilter;
+
+/* 1 if id(code) is a generated code's, 0 if not, -1 on an error */
+static int
+is_generated(PyObject *generated, PyCodeObject *code)
+{
+    PyObject *key = PyLong_FromVoidPtr(code);
+    if (key == NULL)
+        return -1;
+    int found = PyDict_Contains(generated, key);
+    Py_DECREF(key);
+    return found;
+}
+
+static int
+attribute_true(PyObject *owner, PyObject *name)
+{
+    PyObject *value = PyObject_GetAttr(owner, name);
+    if (value == NULL)
+        return -1;
+    int truth = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    return truth;
+}
+
+/* None for a call nothing of dyndbg needs, the callee filter for a callee of
+ * generated code under --post-mortem, NULL (no error set) for the slow path,
+ * NULL with an error set on an error. */
+static PyObject *
+call_decision(CallFilter *self, PyFrameObject *frame)
+{
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    int found = is_generated(self->generated, code);
+    if (found == 0) {
+        Py_ssize_t count = PyTuple_GET_SIZE(self->prefixes);
+        for (Py_ssize_t i = 0; i < count && found == 0; i++)
+            found = (int)PyUnicode_Tailmatch(code->co_name, PyTuple_GET_ITEM(self->prefixes, i),
+                                             0, PY_SSIZE_T_MAX, -1);
+    }
+    Py_DECREF(code);
+    if (found != 0)
+        return NULL;
+    int pending = attribute_true(self->hooks, str_interrupt_pending);
+    if (pending != 0)
+        return NULL;
+    int failed_calls = attribute_true(self->policy, str_failed_calls);
+    if (failed_calls < 0)
+        return NULL;
+    if (failed_calls) {
+        PyFrameObject *back = PyFrame_GetBack(frame);
+        if (back != NULL) {
+            PyCodeObject *caller = PyFrame_GetCode(back);
+            Py_DECREF(back);
+            found = is_generated(self->generated, caller);
+            Py_DECREF(caller);
+            if (found < 0)
+                return NULL;
+            if (found) {
+                if (PyObject_SetAttr((PyObject *)frame, str_f_trace_lines, Py_False) < 0)
+                    return NULL;
+                return Py_NewRef(self->callee);
+            }
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+call_filter_call(CallFilter *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    if (PyVectorcall_NARGS(nargsf) != 3 || kwnames != NULL || !PyFrame_Check(args[0]))
+        return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+    if (!is_event(args[1], str_call))
+        Py_RETURN_NONE;
+    PyObject *decided = call_decision(self, (PyFrameObject *)args[0]);
+    return decided != NULL ? decided : hand_over(self->slow, args);
+}
+
+/* -- LineFilter ----------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *offsets;      /* plan.offsets: the armed instructions */
+    PyObject *hot_lines;    /* plan.hot_lines */
+    PyObject *line_of;      /* plan.line_of: offset -> line */
+    int all_opcodes;        /* plan.all_opcodes */
+    PyObject *events;       /* the tracer's Counter */
+    PyObject *slow;         /* the plan's _line_tracer */
+} LineFilter;
+
+static int
+count(PyObject *events, PyObject *kind)
+{
+    PyObject *now = PyDict_GetItemWithError(events, kind);     /* borrowed */
+    if (now == NULL && PyErr_Occurred())
+        return -1;
+    PyObject *next = now ? PyNumber_Add(now, one) : PyLong_FromLong(1);
+    if (next == NULL)
+        return -1;
+    int failed = PyDict_SetItem(events, kind, next);
+    Py_DECREF(next);
+    return failed;
+}
+
+/* 1: answered (None), 0: the slow path, -1: an error */
+static int
+line_decision(LineFilter *self, PyFrameObject *frame, PyObject *event)
+{
+    int opcode = is_event(event, str_opcode);
+    if (!opcode && !is_event(event, str_line))
+        return 0;
+    PyObject *lasti = PyLong_FromLong(PyFrame_GetLasti(frame));
+    if (lasti == NULL)
+        return -1;
+    int armed = PySet_Contains(self->offsets, lasti);
+    int answered = -1;
+    if (armed < 0)
+        goto done;
+    if (opcode) {
+        answered = armed ? 0 : count(self->events, str_instruction) < 0 ? -1 : 1;
+        goto done;
+    }
+    int hot = self->all_opcodes;
+    if (!hot) {
+        PyObject *line = PyDict_GetItemWithError(self->line_of, lasti);   /* borrowed */
+        if (line == NULL && PyErr_Occurred())
+            goto done;
+        hot = PySet_Contains(self->hot_lines, line ? line : Py_None);
+        if (hot < 0)
+            goto done;
+    }
+    if (PyObject_SetAttr((PyObject *)frame, str_f_trace_opcodes, hot ? Py_True : Py_False) < 0)
+        goto done;
+    /* the opcode event for this instruction follows if hot */
+    answered = hot || !armed ? (count(self->events, str_line) < 0 ? -1 : 1) : 0;
+done:
+    Py_DECREF(lasti);
+    return answered;
+}
+
+static PyObject *
+line_filter_call(LineFilter *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    if (PyVectorcall_NARGS(nargsf) != 3 || kwnames != NULL || !PyFrame_Check(args[0]))
+        return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+    if (line_decision(self, (PyFrameObject *)args[0], args[1]) == 1)
+        Py_RETURN_NONE;
+    return hand_over(self->slow, args);
+}
+
+/* -- the types ------------------------------------------------------------------------ */
+
+#define FILTER_TYPE(Name, Fields, Traverse, Clear)                                          \
+    static int Name##_traverse(Name *self, visitproc visit, void *arg) { Traverse return 0; } \
+    static int Name##_clear(Name *self) { Clear return 0; }                                  \
+    static void Name##_dealloc(Name *self)                                                   \
+    {                                                                                        \
+        PyObject_GC_UnTrack(self);                                                           \
+        Name##_clear(self);                                                                  \
+        Py_TYPE(self)->tp_free((PyObject *)self);                                            \
+    }
+
+FILTER_TYPE(CalleeFilter, , Py_VISIT(self->slow);, Py_CLEAR(self->slow);)
+FILTER_TYPE(CallFilter, ,
+            Py_VISIT(self->generated); Py_VISIT(self->prefixes); Py_VISIT(self->hooks);
+            Py_VISIT(self->policy); Py_VISIT(self->slow); Py_VISIT(self->callee);,
+            Py_CLEAR(self->generated); Py_CLEAR(self->prefixes); Py_CLEAR(self->hooks);
+            Py_CLEAR(self->policy); Py_CLEAR(self->slow); Py_CLEAR(self->callee);)
+FILTER_TYPE(LineFilter, ,
+            Py_VISIT(self->offsets); Py_VISIT(self->hot_lines); Py_VISIT(self->line_of);
+            Py_VISIT(self->events); Py_VISIT(self->slow);,
+            Py_CLEAR(self->offsets); Py_CLEAR(self->hot_lines); Py_CLEAR(self->line_of);
+            Py_CLEAR(self->events); Py_CLEAR(self->slow);)
+
+static PyTypeObject CalleeFilterType, CallFilterType, LineFilterType;
+
+/* The filters' constructors, as module functions (their arguments checked). */
+static PyObject *
+callee_filter(PyObject *module, PyObject *slow)
+{
+    CalleeFilter *self = PyObject_GC_New(CalleeFilter, &CalleeFilterType);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = (vectorcallfunc)callee_call;
+    self->slow = Py_NewRef(slow);
+    PyObject_GC_Track(self);
+    return (PyObject *)self;
+}
+
+static PyObject *
+call_filter(PyObject *module, PyObject *args)
+{
+    PyObject *generated, *prefixes, *hooks, *policy, *slow, *callee;
+    if (!PyArg_ParseTuple(args, "O!O!OOOO", &PyDict_Type, &generated, &PyTuple_Type, &prefixes,
+                          &hooks, &policy, &slow, &callee))
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(prefixes); i++)
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(prefixes, i)))
+            return PyErr_Format(PyExc_TypeError, "call_filter: a prefix is not a str");
+    CallFilter *self = PyObject_GC_New(CallFilter, &CallFilterType);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = (vectorcallfunc)call_filter_call;
+    self->generated = Py_NewRef(generated);
+    self->prefixes = Py_NewRef(prefixes);
+    self->hooks = Py_NewRef(hooks);
+    self->policy = Py_NewRef(policy);
+    self->slow = Py_NewRef(slow);
+    self->callee = Py_NewRef(callee);
+    PyObject_GC_Track(self);
+    return (PyObject *)self;
+}
+
+static PyObject *
+line_filter(PyObject *module, PyObject *args)
+{
+    PyObject *offsets, *hot_lines, *line_of, *events, *slow;
+    int all_opcodes;
+    if (!PyArg_ParseTuple(args, "OOO!pO!O", &offsets, &hot_lines, &PyDict_Type, &line_of,
+                          &all_opcodes, &PyDict_Type, &events, &slow))
+        return NULL;
+    if (!PyAnySet_Check(offsets) || !PyAnySet_Check(hot_lines))
+        return PyErr_Format(PyExc_TypeError, "line_filter: offsets and hot_lines are sets");
+    LineFilter *self = PyObject_GC_New(LineFilter, &LineFilterType);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = (vectorcallfunc)line_filter_call;
+    self->offsets = Py_NewRef(offsets);
+    self->hot_lines = Py_NewRef(hot_lines);
+    self->line_of = Py_NewRef(line_of);
+    self->all_opcodes = all_opcodes;
+    self->events = Py_NewRef(events);
+    self->slow = Py_NewRef(slow);
+    PyObject_GC_Track(self);
+    return (PyObject *)self;
+}
+
+#define FILTER_TYPE_OBJECT(Name, Doc)                                                        \
+    static PyTypeObject Name##Type = {                                                       \
+        PyVarObject_HEAD_INIT(NULL, 0)                                                       \
+        .tp_name = "dyndbg.engine._settrace." #Name,                                         \
+        .tp_doc = Doc,                                                                       \
+        .tp_basicsize = sizeof(Name),                                                        \
+        .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,    \
+        .tp_vectorcall_offset = offsetof(Name, vectorcall),                                  \
+        .tp_call = PyVectorcall_Call,                                                        \
+        .tp_dealloc = (destructor)Name##_dealloc,                                            \
+        .tp_traverse = (traverseproc)Name##_traverse,                                        \
+        .tp_clear = (inquiry)Name##_clear,                                                   \
+    };
+
+FILTER_TYPE_OBJECT(CalleeFilter, "_callee_trace's filter (settrace.py)")
+FILTER_TYPE_OBJECT(CallFilter, "_global_trace's filter (settrace.py)")
+FILTER_TYPE_OBJECT(LineFilter, "a _line_tracer's filter (settrace.py)")
+
+static PyMethodDef methods[] = {
+    {"callee_filter", callee_filter, METH_O, "callee_filter(_callee_trace)"},
+    {"call_filter", call_filter, METH_VARARGS,
+     "call_filter(generated, prefixes, hooks, policy, _global_trace, callee_filter)"},
+    {"line_filter", line_filter, METH_VARARGS,
+     "line_filter(offsets, hot_lines, line_of, all_opcodes, events, line_tracer)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "dyndbg.engine._settrace",
+    "dyndbg's compiled trace functions for sys.settrace (see settrace.py).", -1, methods,
+};
+
+static int
+intern(PyObject **slot, const char *text)
+{
+    *slot = PyUnicode_InternFromString(text);
+    return *slot == NULL ? -1 : 0;
+}
+
+PyMODINIT_FUNC
+PyInit__settrace(void)
+{
+    if (intern(&str_call, "call") || intern(&str_line, "line") || intern(&str_opcode, "opcode") ||
+        intern(&str_exception, "exception") ||
+        intern(&str_interrupt_pending, "interrupt_pending") ||
+        intern(&str_failed_calls, "failed_calls") || intern(&str_f_trace_lines, "f_trace_lines") ||
+        intern(&str_f_trace_opcodes, "f_trace_opcodes") ||
+        intern(&str_instruction, "instruction") || !(one = PyLong_FromLong(1)))
+        return NULL;
+    if (PyType_Ready(&CalleeFilterType) < 0 || PyType_Ready(&CallFilterType) < 0 ||
+        PyType_Ready(&LineFilterType) < 0)
+        return NULL;
+    return PyModule_Create(&module);
+}
