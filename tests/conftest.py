@@ -171,3 +171,28 @@ def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untype
         terminalreporter.write_line(
             f"soak corpus: {programs} programs stepped through, {stops} instructions "
             f"(stack checked against torch's reader at each), {loads} loads and stores checked")
+
+
+# -- both cores ----------------------------------------------------------------------------
+# The tests that touch tracing, stacks and the history run once a core where
+# the compiled core was built (DYNDBG_CORE, inherited by the programs they
+# start); elsewhere once, on the Python core. test_cores.py compares the two
+# cores' records directly on the corpus.
+BOTH_CORES = {"test_history", "test_stepping", "test_same_stops", "test_mechanisms",
+              "test_tracing", "test_threads"}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.module.__name__ in BOTH_CORES and "dyndbg_core" in metafunc.fixturenames:
+        from dyndbg import cores
+        metafunc.parametrize("dyndbg_core", ["c", "python"] if cores.built() else ["python"],
+                             indirect=True, ids=lambda core: f"core={core}")
+
+
+@pytest.fixture(autouse=True)
+def dyndbg_core(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str | None:
+    """The core the programs this test starts run on (parametrized above)."""
+    core = getattr(request, "param", None)
+    if core is not None:
+        monkeypatch.setenv("DYNDBG_CORE", core)
+    return core

@@ -1,0 +1,83 @@
+"""The compiled core and the pure-Python core: built where a compiler is,
+the same records and stacks on the whole corpus, and without the compiled
+core one line and a debugger that still works."""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, SAMPLES, TIMEOUT, _env, run_dyndbg
+from dyndbg import cores
+
+CORPUS = sorted((ROOT / "tests" / "corpus").glob("*.py"))
+NOT_BUILT = "the compiled core was not built"
+
+
+def test_the_compiled_core_is_built_where_a_compiler_is() -> None:
+    """setup.py's extensions are optional: a C error would only show here."""
+    compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")[0]
+    if shutil.which(compiler) is None:
+        pytest.skip(f"no C compiler ({compiler}) here")
+    assert cores.built(), cores.note()
+
+
+# A few processes, each running a share of the corpus (torch is imported once a share).
+SHARES = 4
+
+
+@pytest.mark.skipif(cores.history() is None, reason="no compiled core here")
+@pytest.mark.parametrize("share", range(SHARES))
+def test_both_cores_record_the_same_history(share: int) -> None:
+    """Every instruction the corpus programs run, recorded by both cores in
+    one process: the same slots read, the same records kept."""
+    programs = [str(p) for p in CORPUS[share::SHARES]]
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "programs" / "cores_agree.py"),
+                           *programs], capture_output=True, text=True, cwd=ROOT, env=_env(),
+                          timeout=TIMEOUT * 4)
+    results = [json.loads(line[6:]) for line in proc.stdout.splitlines()
+               if line.startswith("CORES ")]
+    assert [r.get("program") for r in results] == programs, \
+        proc.stdout[-2000:] + proc.stderr[-2000:]
+    for result in results:
+        assert result["differences"] == [], result
+        assert result["records"] > 50 and result["compared"] == result["records"], result
+
+
+def _without_compiled_core(tmp_path: Path) -> dict[str, str]:
+    """As if no compiler had been there: the extensions cannot be imported."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import sys\n"
+        "sys.modules['dyndbg.cpython._frames'] = None\n"
+        "sys.modules['dyndbg.engine._history'] = None\n")
+    return {"PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
+
+
+def test_without_the_compiled_core_one_line_and_the_python_core(tmp_path: Path) -> None:
+    env = _without_compiled_core(tmp_path)
+    proc = subprocess.run([sys.executable, "-c", "import dyndbg; print(dyndbg.core())"],
+                          capture_output=True, text=True, env=_env(extra=env), timeout=TIMEOUT)
+    assert proc.stdout.strip() == "python"
+    run = run_dyndbg(SAMPLES / "graph_break.py", ["record on", "s", "s", "stack", "back",
+                                                  "stack", "c"], tmp_path, env=env)
+    assert run.transcript.count(NOT_BUILT) == 1, run.transcript[:2000]
+    assert "value stack" in run.transcript and "[recorded, 1 instruction before now]" in \
+        run.transcript
+    assert "Traceback" not in run.transcript + run.stderr
+    assert run.returncode == 0
+
+
+def test_with_the_compiled_core_no_line(tmp_path: Path) -> None:
+    if cores.core() != "c":
+        pytest.skip("no compiled core here")
+    run = run_dyndbg(SAMPLES / "graph_break.py", ["c"], tmp_path)
+    assert NOT_BUILT not in run.transcript and "compiled core" not in run.transcript

@@ -1,0 +1,94 @@
+"""The compiled core's pure parts against the Python reference: which kept
+slots a record reuses (slot_sources), and the core's choice (cores.py)."""
+from __future__ import annotations
+
+import collections
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dyndbg import cores
+from dyndbg.cpython import NULL, StackUnavailable
+from dyndbg.engine.recorded_values import VOLATILE, Limits, ValueKeeper, _Copy, slot_sources
+
+compiled = cores.history()
+needs_c = pytest.mark.skipif(compiled is None, reason=f"no compiled core here: {cores.note()}")
+
+
+class _Token:
+    """A token whose holds() answers as told (as _Items and _Seen do)."""
+
+    def __init__(self, holds: bool) -> None:
+        self.answer = holds
+        self.last = 0
+
+    def holds(self, value: object) -> bool:
+        return self.answer
+
+
+def _recorder():  # noqa: ANN202
+    return compiled.Recorder(None, collections.deque(), {}, print, print, tuple,
+                             frozenset(), NULL, StackUnavailable, _Copy, VOLATILE)
+
+
+def _world(draw_tokens: list[int], seq: int):  # noqa: ANN202
+    """Objects with the tokens a keeper gives them: None (immutable), VOLATILE,
+    a tensor's _Copy (changed or not since), a token that holds or does not."""
+    keeper = ValueKeeper(Limits(1000, 1 << 20))
+    objects, tokens = [], []
+    for kind in draw_tokens:
+        if kind == 0:
+            objects.append(object()), tokens.append(None)
+        elif kind == 1:
+            objects.append([]), tokens.append(VOLATILE)
+        elif kind in (2, 3):
+            tensor = torch.zeros(2)
+            _, copy = keeper.keep(tensor, seq)
+            if kind == 3:
+                tensor.add_(1)       # a new version: the copy no longer holds
+            objects.append(tensor), tokens.append(copy)
+        else:
+            objects.append(object()), tokens.append(_Token(kind == 4))
+    return objects, tokens
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 5), max_size=8), st.lists(st.integers(-1, 7), max_size=10),
+       st.booleans())
+def test_slot_sources_in_c_is_the_python_reference(kinds: list[int], picks: list[int],
+                                                   settled: bool) -> None:
+    """Slots holding the previous record's objects at the same place, moved,
+    or new: the same sources, and the same tokens touched (their `last`)."""
+    previous, tokens = _world(kinds, 1)
+    values = [previous[p] if 0 <= p < len(previous) else object() for p in picks]
+    expected = slot_sources(values, previous, tokens, settled, 7)
+    touched = [getattr(t, "last", None) == 7 for t in tokens]
+    for token in tokens:
+        if hasattr(token, "last"):
+            token.last = -1
+    got = _recorder().slot_sources(values, previous, tokens, settled, 7)
+    assert got == expected
+    assert [getattr(t, "last", None) == 7 for t in tokens] == touched
+
+
+@needs_c
+def test_a_moved_tensor_keeps_its_copy_and_a_changed_one_does_not() -> None:
+    previous, tokens = _world([2, 3, 0], 1)
+    values = [previous[2], previous[0], previous[1]]   # the stack moved them
+    assert _recorder().slot_sources(values, previous, tokens, False, 5) == [0, 2, 1, 0, 2, -1]
+    assert tokens[0].last == 5
+
+
+def test_the_python_core_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(cores.CORE_VARIABLE, "python")
+    assert cores._choose().core is cores.Core.PYTHON and cores._choose().why == ""
+
+
+def test_a_bad_choice_says_so_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(cores.CORE_VARIABLE, "fast")
+    chosen = cores._choose()
+    assert "DYNDBG_CORE='fast' is not 'c' or 'python'" in chosen.why
+    assert "\n" not in chosen.why
