@@ -9,12 +9,17 @@ g:   as a, with --post-mortem's recording of the stack before each call out
      of generated code (printed after c, measured like a-c).
 h:   as a, with `record on`: every generated instruction recorded with its
      stack and locals (measured like a-c).
+i:   a real model (tests/programs/tiny_gpt2.py) stepped through every
+     generated instruction, over its plain run (separate processes).
+Each dyndbg figure is given for each core (DYNDBG_CORE=python, then =c where
+the compiled core was built), measured one after the other in this run.
 Prints ratios; checks nothing (the README lists the targets). The header
 names the Python and the tracing mechanism dyndbg used (sys.monitoring on
 3.12+, sys.settrace on 3.11); --tracer settrace measures the settrace path
 where both exist.
 
     python bench/overhead.py [--rounds R] [--calls N] [--steps K] [--tracer settrace]
+                             [--core both|python|c] [--only-alternating]
 """
 from __future__ import annotations
 
@@ -56,6 +61,22 @@ def alternate(rounds: int, calls: int, commands: list[str],
             result["tracer"])
 
 
+CORES = ["python", "c"]   # DYNDBG_CORE: the pure-Python core and the compiled one
+
+
+def built_cores() -> list[str]:
+    """The cores this checkout can run (the compiled one only where it was built)."""
+    probe = subprocess.run([PY, "-c", "from dyndbg import cores; print(cores.core())"],
+                           capture_output=True, text=True, cwd=HERE.parent, env=ENV)
+    return CORES if probe.stdout.strip() == "c" else ["python"]
+
+
+def row(name: str, plain: float, per_core: dict[str, tuple[float, float]]) -> None:
+    """A line of the table: the plain figure, then each core's figure and ratio."""
+    cells = "".join(f" {value:>9.1f} {ratio:>6.2f}" for value, ratio in per_core.values())
+    print(f"{name:<44} {plain:>9.1f}{cells}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=9)
@@ -65,61 +86,90 @@ def main() -> None:
                         help="a-c, g and h only (the in-process rows)")
     parser.add_argument("--tracer", choices=["default", "settrace"], default="default",
                         help="settrace: force the sys.settrace mechanism (DYNDBG_TRACER)")
+    parser.add_argument("--core", choices=["both", *CORES], default="both",
+                        help="the core(s) measured (DYNDBG_CORE); both: a column each")
     args = parser.parse_args()
     if args.tracer == "settrace":
         ENV["DYNDBG_TRACER"] = "settrace"
+    cores = built_cores() if args.core == "both" else [args.core]
     print(f"dyndbg overhead, {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
           f"loop: a compiled function with a graph break (eager), {args.calls} calls a phase")
     configs = {
-        "a. -c continue, no breakpoints": ["continue"],
-        "b. breakpoint on a graph not called": ["b graph 1", "continue"],
-        "c. false conditional bp in the loop": [f"b workload.py:{LOOP_LINE}, x is None",
-                                                "continue"],
+        "a. -c continue, no breakpoints": (["continue"], {}),
+        "b. breakpoint on a graph not called": (["b graph 1", "continue"], {}),
+        "c. false conditional bp in the loop": ([f"b workload.py:{LOOP_LINE}, x is None",
+                                                 "continue"], {}),
+        "g. --post-mortem -c continue (failed calls)": (["continue"], {"BENCH_POST_MORTEM": "1"}),
+        "h. record on, -c continue (history)": (["record on", "continue"], {}),
     }
     c_per_call = 0.0
-    for k, (name, commands) in enumerate(configs.items()):
-        plain, debugged, ratio, tracer = alternate(args.rounds, args.calls, commands)
+    for k, (name, (commands, env)) in enumerate(configs.items()):
+        per_core, plains = {}, []
+        for core in cores:
+            plain, debugged, ratio, tracer = alternate(args.rounds, args.calls, commands,
+                                                       env={**env, "DYNDBG_CORE": core})
+            per_core[core] = (debugged, ratio)
+            plains.append(plain)
         if k == 0:
-            print(f"tracing mechanism: {tracer}")
-            print(f"{'configuration':<44} {'plain us':>9} {'dyndbg us':>10} {'ratio':>6}")
-        print(f"{name:<44} {plain:>9.1f} {debugged:>10.1f} {ratio:>6.2f}")
-        c_per_call = debugged
-    plain, debugged, ratio, _ = alternate(args.rounds, args.calls, ["continue"],
-                                          env={"BENCH_POST_MORTEM": "1"})
-    print(f"{'g. --post-mortem -c continue (failed calls)':<44} {plain:>9.1f} {debugged:>10.1f} "
-          f"{ratio:>6.2f}")
-    plain, debugged, ratio, _ = alternate(args.rounds, args.calls, ["record on", "continue"])
-    print(f"{'h. record on, -c continue (history)':<44} {plain:>9.1f} {debugged:>10.1f} "
-          f"{ratio:>6.2f}")
+            print(f"tracing mechanism: {tracer}; cores: {', '.join(cores)} "
+                  "(us a call, then the ratio to plain, for each)")
+            print(f"{'configuration':<44} {'plain us':>9}" +
+                  "".join(f" {core + ' us':>9} {'ratio':>6}" for core in cores))
+        row(name, statistics.median(plains), per_core)
+        if name.startswith("c."):
+            c_per_call = per_core[cores[-1]][0]
     if args.only_alternating:
         return
 
     calls = [WORKLOAD, "calls", str(args.calls)]
-    plain_runs, torch_runs, compile_plain, compile_dyndbg, rates = [], [], [], [], []
+    plain_runs, torch_runs, compile_plain, compile_dyndbg = [], [], [], []
+    rates: dict[str, list[float]] = {core: [] for core in cores}
+    model: dict[str, list[float]] = {core: [] for core in cores}
     for _ in range(max(3, args.rounds // 2)):
         plain_runs.append(run([PY, *calls])["per_call_us"])
         torch_runs.append(run([PY, *calls], stdin="c\n" * 20,
                               env={"BENCH_TORCH_DEBUGGER": "1"})["per_call_us"])
         compile_plain.append(run([PY, WORKLOAD, "compile"])["compile_s"])
         compile_dyndbg.append(run([*DYNDBG, "-c", "continue", WORKLOAD, "compile"])["compile_s"])
-        rates.append(stepping_rate(args.steps))
+        for core in cores:
+            rates[core].append(stepping_rate(args.steps, core))
+            model[core].append(model_stepping(core))
     plain, torch_debugger = statistics.median(plain_runs), statistics.median(torch_runs)
-    print(f"{'d. torch bytecode_debugger, continue mode':<44} {plain:>9.1f} {torch_debugger:>10.1f} "
+    print(f"{'d. torch bytecode_debugger, continue mode':<44} {plain:>9.1f} {torch_debugger:>9.1f} "
           f"{torch_debugger / plain:>6.2f}")
     print(f"   c is {torch_debugger / c_per_call:.1f}x faster than d")
     cp, cd = statistics.median(compile_plain), statistics.median(compile_dyndbg)
-    print(f"{'e. first compile, 6-layer MLP (s)':<44} {cp:>9.3f} {cd:>10.3f} {cd / cp:>6.2f}")
-    print(f"f. stepping, scripted, stop display on: {statistics.median(rates):.0f} stops/s")
+    print(f"{'e. first compile, 6-layer MLP (s)':<44} {cp:>9.3f} {cd:>9.3f} {cd / cp:>6.2f}")
+    print("f. stepping, scripted, stop display on: " +
+          ", ".join(f"{core} {statistics.median(rates[core]):.0f} stops/s" for core in cores))
+    print("i. tiny GPT-2 (transformers), every generated instruction stepped, whole run: " +
+          ", ".join(f"{core} {statistics.median(model[core]):.2f}x" for core in cores))
 
 
-def stepping_rate(steps: int) -> float:
+def model_stepping(core: str) -> float:
+    """The run of a real model (tests/programs/tiny_gpt2.py: GPT-2 with random
+    weights and a graph break in its forward) stepped through every generated
+    instruction, `s` by `s` with the stop display on, over its plain run."""
+    program = str(HERE.parent / "tests" / "programs" / "tiny_gpt2.py")
+
+    def timed(argv: list[str], stdin: str = "") -> float:
+        start = time.perf_counter()
+        subprocess.run(argv, input=stdin, capture_output=True, text=True, cwd=HERE.parent,
+                       env={**ENV, "DYNDBG_CORE": core}, timeout=900, check=True)
+        return time.perf_counter() - start
+    plain = timed([PY, program])
+    stepped = timed([*DYNDBG, program], stdin="s\n" * 4000 + "c\n")
+    return stepped / plain
+
+
+def stepping_rate(steps: int, core: str) -> float:
     """Stops per second in scripted mode, each stop rendered: the difference
     between runs of 2K and K steps, so start-up and compile cancel out."""
     def timed(count: int) -> tuple[float, int]:
         start = time.perf_counter()
         proc = subprocess.run([*DYNDBG, WORKLOAD, "calls", "100"], input="s\n" * count + "c\n",
-                              capture_output=True, text=True, cwd=HERE.parent, env=ENV,
-                              timeout=900)
+                              capture_output=True, text=True, cwd=HERE.parent,
+                              env={**ENV, "DYNDBG_CORE": core}, timeout=900)
         return time.perf_counter() - start, proc.stdout.count("\n> ")
     short_time, short_stops = timed(steps)
     long_time, long_stops = timed(2 * steps)
