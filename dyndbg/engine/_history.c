@@ -271,6 +271,13 @@ same_items(PyObject *a, PyObject *b)
     return 1;
 }
 
+static void
+untrack(PyObject *object)
+{
+    if (PyObject_GC_IsTracked(object))
+        PyObject_GC_UnTrack(object);
+}
+
 /* record(frame, spec) -> RecordResult value; spec = (entry, instructions by
  * offset, number of local slots, celled slot indices, depths or None). */
 static PyObject *
@@ -398,6 +405,13 @@ recorder_record(Recorder *self, PyObject *args)
     Py_DECREF(new_args);
     if (record == NULL)
         goto done;
+    /* No record is in a reference cycle (it holds kept values, its code's
+     * entry and instruction, the module's globals; nothing holds a record
+     * but the history): the garbage collector need not walk the hundreds of
+     * thousands a history holds, as it skips tuples of atomic values. */
+    untrack(record);
+    untrack(stack);
+    untrack(local_values);
     PyObject *appended = PyObject_CallMethodOneArg(self->records, str_append, record);
     if (appended == NULL)
         goto done;
@@ -471,6 +485,20 @@ recorder_slot_sources(Recorder *self, PyObject *args)
     return pairs;
 }
 
+/* untrack(obj): what the keeper made (a container of kept values, a
+ * Summary) holds no cycle; the garbage collector need not walk it. */
+static PyObject *
+untrack_py(PyObject *module, PyObject *object)
+{
+    untrack(object);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"untrack", untrack_py, METH_O, "untrack(obj): the garbage collector no longer walks obj"},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyMethodDef recorder_methods[] = {
     {"record", (PyCFunction)recorder_record, METH_VARARGS,
      "record(frame, spec) -> RecordResult value (history.py)"},
@@ -495,7 +523,7 @@ static PyTypeObject RecorderType = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "dyndbg.engine._history",
-    "dyndbg's compiled recording loop (see history.py).", -1, NULL,
+    "dyndbg's compiled recording loop (see history.py).", -1, module_methods,
 };
 
 static int

@@ -13,6 +13,9 @@
  *   CalleeFilter  before _callee_trace: only an exception event reaches it.
  *   LineFilter    before a _line_tracer: an opcode event off the armed
  *                 offsets, a line event that only switches opcode events.
+ *   RecordFilter  before _local_trace while the engine only records (`record
+ *                 on`, continuing): an opcode event off the armed offsets is
+ *                 recorded by the compiled History here, under the engine lock.
  *
  * Nothing here may raise past the interpreter's trace call: an error in a
  * filter is cleared and the event goes to the Python function, which
@@ -221,6 +224,96 @@ line_filter_call(LineFilter *self, PyObject *const *args, size_t nargsf, PyObjec
     return hand_over(self->slow, args);
 }
 
+/* -- RecordFilter --------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *record;       /* the compiled History's record (engine/_history.c) */
+    PyObject *spec;         /* what it needs of this frame's code */
+    PyObject *armed;        /* offsets where a breakpoint may stop: the slow path */
+    PyObject *lock;         /* threads.ENGINE_LOCK */
+    PyObject *sink;         /* the engine: .detached */
+    PyObject *events;       /* the tracer's Counter */
+    PyObject *after;        /* History.after_record(result), for a result but RECORDED */
+    PyObject *fail;         /* the tracer's _fail(error) */
+    PyObject *slow;         /* _local_trace */
+} RecordFilter;
+
+static PyObject *str_acquire, *str_release, *str_detached;
+
+/* 1: recorded (None), 0: the slow path, -1: an error */
+static int
+record_decision(RecordFilter *self, PyFrameObject *frame, PyObject *event)
+{
+    if (!is_event(event, str_opcode))
+        return 0;
+    PyObject *lasti = PyLong_FromLong(PyFrame_GetLasti(frame));
+    if (lasti == NULL)
+        return -1;
+    int armed = PyDict_Contains(self->armed, lasti);
+    Py_DECREF(lasti);
+    if (armed != 0)
+        return armed < 0 ? -1 : 0;
+    int detached = attribute_true(self->sink, str_detached);
+    if (detached != 0)
+        return detached < 0 ? -1 : 0;
+    /* Under the engine lock, as every event that reaches the engine. */
+    PyObject *held = PyObject_CallMethodNoArgs(self->lock, str_acquire);
+    if (held == NULL)
+        return -1;
+    Py_DECREF(held);
+    PyObject *args[] = {(PyObject *)frame, self->spec};
+    PyObject *result = PyObject_Vectorcall(self->record, args, 2, NULL);
+    long code = result == NULL ? -1 : PyLong_AsLong(result);
+    if (result != NULL && code != 0) {
+        PyObject *done = PyObject_CallOneArg(self->after, result);
+        if (done == NULL)
+            code = -1;
+        Py_XDECREF(done);
+    }
+    Py_XDECREF(result);
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);    /* the lock is released after an error too */
+    PyObject *released = PyObject_CallMethodNoArgs(self->lock, str_release);
+    if (type != NULL) {
+        Py_XDECREF(released);
+        PyErr_Restore(type, value, tb);
+        return -1;
+    }
+    if (released == NULL)
+        return -1;
+    Py_DECREF(released);
+    return count(self->events, str_instruction) < 0 ? -1 : 1;
+}
+
+static PyObject *
+record_filter_call(RecordFilter *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    if (PyVectorcall_NARGS(nargsf) != 3 || kwnames != NULL || !PyFrame_Check(args[0]))
+        return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+    int decided = record_decision(self, (PyFrameObject *)args[0], args[1]);
+    if (decided == 1)
+        Py_RETURN_NONE;
+    if (decided < 0) {
+        /* settrace.py's _fail: control flow (a Ctrl-C) goes on into the
+         * program, as from the Python trace function; any other error is
+         * the engine's, said once, and it detaches. */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        PyObject *handled = PyObject_CallOneArg(self->fail, value ? value : Py_None);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        if (handled == NULL)
+            return NULL;
+        Py_DECREF(handled);
+        Py_RETURN_NONE;
+    }
+    return PyObject_Vectorcall(self->slow, args, 3, NULL);
+}
+
 /* -- the types ------------------------------------------------------------------------ */
 
 #define FILTER_TYPE(Name, Fields, Traverse, Clear)                                          \
@@ -245,7 +338,15 @@ FILTER_TYPE(LineFilter, ,
             Py_CLEAR(self->offsets); Py_CLEAR(self->hot_lines); Py_CLEAR(self->line_of);
             Py_CLEAR(self->events); Py_CLEAR(self->slow);)
 
-static PyTypeObject CalleeFilterType, CallFilterType, LineFilterType;
+FILTER_TYPE(RecordFilter, ,
+            Py_VISIT(self->record); Py_VISIT(self->spec); Py_VISIT(self->armed);
+            Py_VISIT(self->lock); Py_VISIT(self->sink); Py_VISIT(self->events);
+            Py_VISIT(self->after); Py_VISIT(self->fail); Py_VISIT(self->slow);,
+            Py_CLEAR(self->record); Py_CLEAR(self->spec); Py_CLEAR(self->armed);
+            Py_CLEAR(self->lock); Py_CLEAR(self->sink); Py_CLEAR(self->events);
+            Py_CLEAR(self->after); Py_CLEAR(self->fail); Py_CLEAR(self->slow);)
+
+static PyTypeObject CalleeFilterType, CallFilterType, LineFilterType, RecordFilterType;
 
 /* The filters' constructors, as module functions (their arguments checked). */
 static PyObject *
@@ -308,6 +409,30 @@ line_filter(PyObject *module, PyObject *args)
     return (PyObject *)self;
 }
 
+static PyObject *
+record_filter(PyObject *module, PyObject *args)
+{
+    PyObject *record, *spec, *armed, *lock, *sink, *events, *after, *fail, *slow;
+    if (!PyArg_ParseTuple(args, "OOO!OOO!OOO", &record, &spec, &PyDict_Type, &armed, &lock, &sink,
+                          &PyDict_Type, &events, &after, &fail, &slow))
+        return NULL;
+    RecordFilter *self = PyObject_GC_New(RecordFilter, &RecordFilterType);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = (vectorcallfunc)record_filter_call;
+    self->record = Py_NewRef(record);
+    self->spec = Py_NewRef(spec);
+    self->armed = Py_NewRef(armed);
+    self->lock = Py_NewRef(lock);
+    self->sink = Py_NewRef(sink);
+    self->events = Py_NewRef(events);
+    self->after = Py_NewRef(after);
+    self->fail = Py_NewRef(fail);
+    self->slow = Py_NewRef(slow);
+    PyObject_GC_Track(self);
+    return (PyObject *)self;
+}
+
 #define FILTER_TYPE_OBJECT(Name, Doc)                                                        \
     static PyTypeObject Name##Type = {                                                       \
         PyVarObject_HEAD_INIT(NULL, 0)                                                       \
@@ -325,6 +450,7 @@ line_filter(PyObject *module, PyObject *args)
 FILTER_TYPE_OBJECT(CalleeFilter, "_callee_trace's filter (settrace.py)")
 FILTER_TYPE_OBJECT(CallFilter, "_global_trace's filter (settrace.py)")
 FILTER_TYPE_OBJECT(LineFilter, "a _line_tracer's filter (settrace.py)")
+FILTER_TYPE_OBJECT(RecordFilter, "_local_trace's filter while only recording (settrace.py)")
 
 static PyMethodDef methods[] = {
     {"callee_filter", callee_filter, METH_O, "callee_filter(_callee_trace)"},
@@ -332,6 +458,9 @@ static PyMethodDef methods[] = {
      "call_filter(generated, prefixes, hooks, policy, _global_trace, callee_filter)"},
     {"line_filter", line_filter, METH_VARARGS,
      "line_filter(offsets, hot_lines, line_of, all_opcodes, events, line_tracer)"},
+    {"record_filter", record_filter, METH_VARARGS,
+     "record_filter(record, spec, armed, lock, engine, events, after_record, _fail, "
+     "_local_trace)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -355,10 +484,12 @@ PyInit__settrace(void)
         intern(&str_interrupt_pending, "interrupt_pending") ||
         intern(&str_failed_calls, "failed_calls") || intern(&str_f_trace_lines, "f_trace_lines") ||
         intern(&str_f_trace_opcodes, "f_trace_opcodes") ||
-        intern(&str_instruction, "instruction") || !(one = PyLong_FromLong(1)))
+        intern(&str_instruction, "instruction") || intern(&str_acquire, "acquire") ||
+        intern(&str_release, "release") || intern(&str_detached, "detached") ||
+        !(one = PyLong_FromLong(1)))
         return NULL;
     if (PyType_Ready(&CalleeFilterType) < 0 || PyType_Ready(&CallFilterType) < 0 ||
-        PyType_Ready(&LineFilterType) < 0)
+        PyType_Ready(&LineFilterType) < 0 || PyType_Ready(&RecordFilterType) < 0)
         return NULL;
     return PyModule_Create(&module);
 }

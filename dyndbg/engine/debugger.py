@@ -27,7 +27,7 @@ from dyndbg.engine.policy import TracePolicy, keeps_arguments
 from dyndbg.engine.postmortem import FailureLog, post_mortem_stop
 from dyndbg.engine.snapshots import Snapshots
 from dyndbg.engine.stop import Stop, StopReason, TraceEvent, TraceKind, frame_event
-from dyndbg.engine.tracer import Tracer, make_tracer
+from dyndbg.engine.tracer import FastRecord, Tracer, make_tracer
 from dyndbg.faults import FAULTS_ON, maybe_fault
 
 __all__ = ["ConditionInterrupted", "DyndbgQuit", "Engine", "Frontend"]
@@ -77,7 +77,7 @@ class Engine:
         self.hooks.install()
         # Everything dyndbg runs is entered through these: dynamo must skip them
         # and all they call.
-        self.hooks.shield(self.interrupts.on_sigint)
+        self.hooks.shield(self.interrupts.on_sigint, *self.history.entry_points())
         self.tracer.start()
         self.hooks.set_callback_active(self._wants_callback())
         EDITS.on_code = self.registry.add_edited
@@ -282,6 +282,20 @@ class Engine:
         """No traced generated frame is running (or the exception that stopped
         one was handled): the next exception is a new one."""
         self._stopped_exception = None
+
+    def fast_record(self, entry: GeneratedCode) -> FastRecord | None:
+        """While the engine only records (`record on`, continuing, no trace):
+        what a compiled tracing mechanism needs to record the entry's
+        instructions itself, sending only the armed ones to on_instruction.
+        None otherwise, or on the Python core."""
+        if FAULTS_ON or not self.history.on or self._mode.stepping or self.policy.tracing:
+            return None
+        record = self.history.compiled_record
+        if record is None:
+            return None
+        info = self.info_for(entry)
+        return FastRecord(record, self.history.spec(entry, info),
+                          self.breakpoints.armed(entry, info), self.history.after_record)
 
     def _read_stack(self, frame: types.FrameType) -> tuple[list[object] | None, str]:
         try:

@@ -20,7 +20,7 @@ from dyndbg.cpython import (NULL, StackUnavailable, event_depths, instruction_st
 from dyndbg.cpython.opcodes import KEEPS_VALUES_OPNAMES
 from dyndbg.dynamo import GeneratedCode
 from dyndbg.engine.codeinfo import CodeInfo, Instr
-from dyndbg.engine.recorded_values import VOLATILE, Limits, ValueKeeper, _Copy
+from dyndbg.engine.recorded_values import TOKEN_CHECKS, VOLATILE, Limits, ValueKeeper, _Copy
 
 DEFAULT_SIZE = 300_000               # records
 DEFAULT_COPY_LIMIT = 65_536          # elements of a tensor copied
@@ -159,13 +159,34 @@ class History:
     # -- recording (the hot path) ------------------------------------------------------
     def record(self, frame: types.FrameType, entry: GeneratedCode, info: CodeInfo) -> None:
         """Before the instruction at frame.f_lasti runs."""
-        spec = entry.extra.get("record_spec")
-        if spec is None:
-            spec = entry.extra["record_spec"] = _spec(entry, info)
+        spec = self.spec(entry, info)
         if self._recorder is not None:
             result = self._recorder.record(frame, spec)
         else:
             result = self._record(frame, spec)
+        if result:
+            self.after_record(result)
+
+    @staticmethod
+    def spec(entry: GeneratedCode, info: CodeInfo) -> _Spec:
+        """What recording needs of the entry's code (computed once)."""
+        spec = entry.extra.get("record_spec")
+        if spec is None:
+            spec = entry.extra["record_spec"] = _spec(entry, info)
+        return spec
+
+    def entry_points(self) -> list:
+        """What the compiled core calls from a trace function with no Python
+        frame of dyndbg's below: dynamo must skip these (hooks.shield)."""
+        return [self._new_track, self._keeper.keep, self.after_record, *TOKEN_CHECKS]
+
+    @property
+    def compiled_record(self):  # type: ignore[no-untyped-def]
+        """The compiled core's record(frame, spec), or None on the Python core."""
+        return None if self._recorder is None else self._recorder.record
+
+    def after_record(self, result: int) -> None:
+        """What a record() result other than RECORDED asks for."""
         if result == _CHECK_BOUNDS:
             if len(self._records) > self.size or self._keeper.bytes > self.memory:
                 self._trim()

@@ -15,6 +15,7 @@ import types
 import weakref
 from typing import NamedTuple
 
+from dyndbg import cores
 from dyndbg.cpython import NULL
 from dyndbg.dynamo.tensor_copy import (PLAIN_TENSOR_TYPES, TORCH_IMMUTABLE_TYPES, Tensor,
                                        copy_tensor, describe, describe_module, nbytes, version)
@@ -37,6 +38,15 @@ def _cell_text(cell: types.CellType) -> str:
     return f"<cell at {id(cell):#x}: {type(contents).__name__} object at {id(contents):#x}>"
 
 
+def _no_untrack(value: object) -> None:
+    return None
+
+
+# What the keeper makes holds no reference cycle: with the compiled core the
+# garbage collector does not walk it (a history holds hundreds of thousands).
+_untrack = getattr(cores.history(), "untrack", _no_untrack)
+
+
 class Summary:
     """What is left of a value the history did not keep: its type and a text."""
 
@@ -45,6 +55,7 @@ class Summary:
     def __init__(self, type_name: str, text: str) -> None:
         self.type_name = type_name
         self.text = text
+        _untrack(self)
 
     def __repr__(self) -> str:
         return self.text
@@ -106,6 +117,10 @@ def _items(container: list | tuple | dict) -> tuple:
     if type(container) is dict:
         return tuple(x for pair in container.items() for x in pair)
     return tuple(container)
+
+
+# The tokens' holds(), which the compiled core calls (history.entry_points).
+TOKEN_CHECKS = (_Copy.holds, _Seen.holds, _Items.holds)
 
 
 class Limits(NamedTuple):
@@ -246,6 +261,7 @@ class ValueKeeper:
             kept = dict(zip(kept_items[::2], kept_items[1::2]))
         else:
             kept = kind(kept_items)
+        _untrack(kept)
         # A set's order is not its items' order: checked anew each time.
         stable = kind is not set and kind is not frozenset and \
             all(token is not VOLATILE for token in tokens)

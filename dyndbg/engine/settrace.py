@@ -74,7 +74,7 @@ class SettraceTracer:
     def start(self) -> None:
         prepare_settrace()
         self.hooks.shield(self._global_trace, self._local_trace, self._callee_trace,
-                          self._new_thread_trace)
+                          self._new_thread_trace, self._fail)
         if not self.hooks.has_callback:
             self._install()
             # No callback to install the trace where generated code is about to run:
@@ -207,8 +207,22 @@ class SettraceTracer:
                 plan.line_of.get(frame.f_lasti) in plan.hot_lines
         else:
             frame.f_trace = self._local_trace
+            if level is TraceLevel.EVERY and self._compiled is not None:
+                frame.f_trace = self._record_filter(frame, entry) or self._local_trace
             frame.f_trace_lines = False
             frame.f_trace_opcodes = level is TraceLevel.EVERY
+
+    def _record_filter(self, frame: types.FrameType, entry: GeneratedCode):  # type: ignore[no-untyped-def]
+        """The compiled core's trace function for a frame the engine only
+        records, or None. Not while a line event's stop is pending its
+        opcode event (_dispatch skips that one)."""
+        fast = self.sink.fast_record(entry)
+        line_handled = self._thread.line_handled
+        if fast is None or line_handled is not None and line_handled[0] == id(frame):
+            return None
+        return self._compiled.record_filter(fast.record, fast.spec, fast.armed, ENGINE_LOCK,
+                                            self.sink, self.events, fast.after, self._fail,
+                                            self._local_trace)
 
     def _release(self, frame: types.FrameType) -> None:
         """Stop tracing a frame that can stop no more: the rest of it, and the

@@ -10,7 +10,7 @@ from __future__ import annotations
 import collections
 import os
 import types
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import TYPE_CHECKING, Callable, NamedTuple, Protocol
 
 from dyndbg.cpython.tracing import monitoring_available, monitoring_tool_holder
 
@@ -21,6 +21,16 @@ if TYPE_CHECKING:
 # DYNDBG_TRACER=settrace forces the sys.settrace mechanism where sys.monitoring
 # exists (for comparison and tests); =monitoring asks for sys.monitoring.
 TRACER_VARIABLE = "DYNDBG_TRACER"
+
+
+class FastRecord(NamedTuple):
+    """EventSink.fast_record: recording one code's instructions in the
+    mechanism, without the engine (the compiled core)."""
+
+    record: Callable[[types.FrameType, object], int]   # History's compiled record(frame, spec)
+    spec: object                                        # its spec for the code
+    armed: dict[int, object]                            # offsets that go to on_instruction
+    after: Callable[[int], None]                        # History.after_record(result)
 
 
 class EventSink(Protocol):
@@ -40,6 +50,7 @@ class EventSink(Protocol):
     def on_idle(self) -> None: ...
     def forget(self, frame: types.FrameType) -> None: ...
     def on_call_failed(self, caller: types.FrameType) -> None: ...
+    def fast_record(self, entry: "GeneratedCode") -> FastRecord | None: ...
     def internal_error(self, where: str, error: BaseException) -> None: ...
 
 

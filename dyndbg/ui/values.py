@@ -106,4 +106,79 @@ def summarize(value: object, width: int | None = None) -> str:
     tensor = _tensor_type()
     if tensor is not None and isinstance(value, tensor):
         return cut(tensor_summary(value), width)
-    return cut(safe_repr(value), width)
+    return cut(container_repr(value) or safe_repr(value), width)
+
+
+# -- containers of tensors, at every stop ------------------------------------------------------
+# A stop's stack line shows each value's repr cut to the width, with its full
+# length: a list of tensors (dynamo's graph outputs) is repr'd whole, and
+# torch formats a tensor in hundreds of microseconds. Stepping sees the same
+# tensors stop after stop, so their text is kept, keyed by everything torch's
+# repr depends on, their bytes included: the text is the repr, never an old one.
+_ATOMS = (type(None), bool, int, float, str)
+_CONTAINERS = (list, tuple, dict)
+_TENSOR_TEXTS: dict[tuple, str] = {}
+_TENSOR_TEXTS_HELD = 512
+_SMALL_TENSOR = 4096          # elements; larger ones are formatted each time
+
+
+def container_repr(value: object) -> str | None:
+    """repr(value) for a list, tuple or dict (nested up to 3 deep) of tensors and
+    plain atoms, formatting each distinct tensor once; None for anything else."""
+    if type(value) not in _CONTAINERS or _tensor_type() is None:
+        return None
+    try:
+        return _container_text(value, 0, set())
+    except Exception:  # noqa: BLE001 - a tensor torch cannot read here: the plain repr
+        return None
+
+
+def _container_text(value: object, depth: int, path: set[int]) -> str | None:
+    kind = type(value)
+    if kind in _ATOMS:
+        return repr(value)
+    if kind is _tensor_type():
+        return _tensor_text(value)
+    if kind not in _CONTAINERS or depth >= 3 or id(value) in path:
+        return None   # a cycle too: Python's own repr writes it
+    path.add(id(value))
+    if kind is dict:
+        parts = []
+        for key, item in value.items():  # type: ignore[attr-defined]
+            key_text, item_text = _container_text(key, depth + 1, path), \
+                _container_text(item, depth + 1, path)
+            if key_text is None or item_text is None:
+                return None
+            parts.append(f"{key_text}: {item_text}")
+        text = "{" + ", ".join(parts) + "}"
+    else:
+        items = [_container_text(item, depth + 1, path) for item in value]  # type: ignore[attr-defined]
+        if None in items:
+            return None
+        if kind is list:
+            text = "[" + ", ".join(items) + "]"   # type: ignore[arg-type]
+        else:
+            text = "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"  # type: ignore[arg-type]
+    path.discard(id(value))
+    return text
+
+
+def _tensor_text(t) -> str:  # type: ignore[no-untyped-def]
+    torch = sys.modules["torch"]
+    if t.layout is not torch.strided or t.device.type != "cpu" or t.numel() > _SMALL_TENSOR \
+            or t.is_quantized or any(name is not None for name in getattr(t, "names", ())):
+        return safe_repr(t)
+    options = torch._tensor_str.PRINT_OPTS
+    grad_fn = t.grad_fn
+    key = (t.dtype, tuple(t.shape), t.requires_grad,
+           None if grad_fn is None else type(grad_fn).__name__, t.is_neg(), t.is_conj(),
+           torch.get_default_dtype(), options.precision, options.threshold,
+           options.edgeitems, options.linewidth, options.sci_mode,
+           t.detach().reshape(-1).contiguous().view(torch.uint8).numpy().tobytes())
+    text = _TENSOR_TEXTS.get(key)
+    if text is None:
+        text = safe_repr(t)
+        if len(_TENSOR_TEXTS) >= _TENSOR_TEXTS_HELD:
+            _TENSOR_TEXTS.clear()
+        _TENSOR_TEXTS[key] = text
+    return text

@@ -24,7 +24,7 @@ from dyndbg.engine import history as history_module
 from dyndbg.engine.recorded_values import Summary
 
 differences: list[str] = []
-counts = {"records": 0, "compared": 0, "reads": 0}
+counts = {"records": 0, "compared": 0, "reads": 0, "fast": 0}
 
 
 def same(a: object, b: object, depth: int = 0) -> bool:
@@ -56,7 +56,7 @@ def note(what: str) -> None:
 def run(program: str) -> None:
     """One program, attached anew, its records compared as they are made."""
     differences.clear()
-    counts.update(records=0, compared=0, reads=0)
+    counts.update(records=0, compared=0, reads=0, fast=0)
     torch._dynamo.reset()
     engine = attach(io.StringIO(), ["record on", "continue"], read_rc=False, read_input=False)
     live = engine.history
@@ -74,14 +74,30 @@ def run(program: str) -> None:
             valuestack._reader = reader
 
     def both_record(frame, entry, info):  # noqa: ANN001, ANN202
+        """History.record: where the engine records (an armed instruction)."""
+        before = compare_slots(frame)
+        record(frame, entry, info)
+        python_reader(lambda f: shadow.record(f, entry, info), frame)
+        compare_last(frame, before)
+
+    def both_fast(frame, spec):  # noqa: ANN001, ANN202
+        """The compiled record the settrace mechanism calls itself (engine.fast_record)."""
+        counts["fast"] += 1
+        before = compare_slots(frame)
+        result = compiled_record(frame, spec)
+        python_reader(lambda f: shadow.after_record(shadow._record(f, spec)), frame)
+        compare_last(frame, before)
+        return result
+
+    def compare_slots(frame):  # noqa: ANN001, ANN202
         compiled = valuestack.read_frame_slots(frame)
         python = python_reader(valuestack.read_frame_slots, frame)
         counts["reads"] += 1
         if len(compiled) != len(python) or any(a is not b for a, b in zip(compiled, python)):
             note(f"slots differ at {frame.f_code.co_name} @{frame.f_lasti}")
-        before = len(live)
-        record(frame, entry, info)
-        python_reader(lambda f: shadow.record(f, entry, info), frame)
+        return len(live)
+
+    def compare_last(frame, before):  # noqa: ANN001, ANN202
         if len(live) == before:
             return
         counts["records"] += 1
@@ -105,6 +121,15 @@ def run(program: str) -> None:
         shadow.pause()
 
     live.record, live.frame_done, live.pause = both_record, both_done, both_pause
+    compiled_record, fast_record = live.compiled_record, engine.fast_record
+
+    def fast(entry):  # noqa: ANN001, ANN202
+        found = fast_record(entry)
+        return None if found is None else found._replace(record=both_fast)
+
+    engine.fast_record = fast
+    # Called from the compiled trace function: dynamo must not compile them.
+    engine.hooks.shield(both_fast, compare_slots, compare_last, python_reader)
     sys.argv = [program]
     out = sys.stdout
     try:
@@ -115,8 +140,8 @@ def run(program: str) -> None:
     finally:
         sys.stdout = out
         engine.detach()
-    print("CORES " + json.dumps({"program": program, **counts, "differences": differences}),
-          flush=True)
+    print("CORES " + json.dumps({"program": program, "tracer": engine.tracer.name, **counts,
+                                 "differences": differences}), flush=True)
 
 
 def main() -> None:
