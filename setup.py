@@ -1,4 +1,4 @@
-"""The compiled core (dyndbg/cores.py): three small C extensions, built when the
+"""The compiled core (dyndbg/cores.py): four small C extensions, built when the
 package is installed. `optional=True`: without a C compiler the install
 goes on, and dyndbg runs on the pure-Python core, saying so in one line.
 Everything else about the package is in pyproject.toml."""
@@ -7,5 +7,8 @@ from setuptools import Extension, setup
 setup(ext_modules=[
     Extension("dyndbg.cpython._frames", ["dyndbg/cpython/_frames.c"], optional=True),
     Extension("dyndbg.engine._history", ["dyndbg/engine/_history.c"], optional=True),
-    Extension("dyndbg.engine._settrace", ["dyndbg/engine/_settrace.c"], optional=True),
+    Extension("dyndbg.engine._settrace", ["dyndbg/engine/_settrace.c"],
+              depends=["dyndbg/engine/_recording.h"], optional=True),
+    Extension("dyndbg.engine._monitoring", ["dyndbg/engine/_monitoring.c"],
+              depends=["dyndbg/engine/_recording.h"], optional=True),
 ])

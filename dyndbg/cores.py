@@ -1,7 +1,8 @@
 """Which core runs the per-instruction work: the compiled one (C extensions
 built when dyndbg is installed: cpython/_frames.c reads a frame's slots,
 engine/_history.c is the recording loop of `record on`, engine/_settrace.c
-answers the sys.settrace events that need nothing) or the pure-Python one,
+answers the sys.settrace events that need nothing, engine/_monitoring.c
+records at sys.monitoring's INSTRUCTION events) or the pure-Python one,
 which is complete on its own and the fallback.
 
 DYNDBG_CORE=python or =c chooses; unset, the compiled core is used where it
@@ -35,6 +36,7 @@ class _Chosen(NamedTuple):
     frames: ModuleType | None       # cpython/_frames.c, where built
     history: ModuleType | None      # engine/_history.c, where built
     settrace: ModuleType | None     # engine/_settrace.c, where built
+    monitoring: ModuleType | None   # engine/_monitoring.c, where built
     why: str                        # the line for the user ('' if none)
 
 
@@ -44,18 +46,19 @@ def _choose() -> _Chosen:
     frames = _compiled("dyndbg.cpython._frames")
     history = _compiled("dyndbg.engine._history") if frames is not None else None
     settrace = _compiled("dyndbg.engine._settrace")
-    built = history is not None and settrace is not None
+    monitoring = _compiled("dyndbg.engine._monitoring")
+    built = history is not None and settrace is not None and monitoring is not None
     wanted = os.environ.get(CORE_VARIABLE, "")
     if wanted == Core.PYTHON.value:
-        return _Chosen(Core.PYTHON, frames, history, settrace, "")
+        return _Chosen(Core.PYTHON, frames, history, settrace, monitoring, "")
     if wanted not in ("", Core.C.value):
         fallback = Core.C if built else Core.PYTHON
-        return _Chosen(fallback, frames, history, settrace,
+        return _Chosen(fallback, frames, history, settrace, monitoring,
                        f"dyndbg: {CORE_VARIABLE}={wanted!r} is not 'c' or 'python'; "
                        f"using the {fallback.value} core")
     if built:
-        return _Chosen(Core.C, frames, history, settrace, "")
-    return _Chosen(Core.PYTHON, frames, history, settrace,
+        return _Chosen(Core.C, frames, history, settrace, monitoring, "")
+    return _Chosen(Core.PYTHON, frames, history, settrace, monitoring,
                    "dyndbg: the compiled core was not built (no C compiler when dyndbg was "
                    "installed?); running on the pure-Python core, slower when stepping "
                    "and recording")
@@ -79,7 +82,8 @@ def core() -> str:
 def built() -> bool:
     """Whether the compiled core was built (whichever core was chosen)."""
     state = _state()
-    return all(part is not None for part in (state.frames, state.history, state.settrace))
+    return all(part is not None for part in
+               (state.frames, state.history, state.settrace, state.monitoring))
 
 
 def note() -> str:
@@ -103,6 +107,12 @@ def settrace() -> ModuleType | None:
     """The compiled trace functions for sys.settrace, or None on the Python core."""
     state = _state()
     return state.settrace if state.core is Core.C else None
+
+
+def monitoring() -> ModuleType | None:
+    """The compiled INSTRUCTION callback for sys.monitoring, or None on the Python core."""
+    state = _state()
+    return state.monitoring if state.core is Core.C else None
 
 
 def refuse(why: str) -> None:

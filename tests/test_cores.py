@@ -49,8 +49,8 @@ def test_both_cores_record_the_same_history(share: int) -> None:
     for result in results:
         assert result["differences"] == [], result
         assert result["records"] > 50 and result["compared"] == result["records"], result
-        if result["tracer"] == "settrace":   # its compiled trace function records most
-            assert result["fast"] > result["records"] / 2, result
+        # Most are recorded by the mechanism's compiled trace function itself.
+        assert result["fast"] > result["records"] / 2, result
 
 
 def _without_compiled_core(tmp_path: Path) -> dict[str, str]:

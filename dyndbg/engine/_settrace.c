@@ -26,7 +26,8 @@
 #include <frameobject.h>
 #include <stddef.h>
 
-static PyObject *one;   /* the int 1 */
+#include "_recording.h"
+
 static PyObject *str_call, *str_line, *str_opcode, *str_exception, *str_interrupt_pending,
     *str_failed_calls, *str_f_trace_lines, *str_f_trace_opcodes, *str_instruction;
 
@@ -85,17 +86,6 @@ is_generated(PyObject *generated, PyCodeObject *code)
     int found = PyDict_Contains(generated, key);
     Py_DECREF(key);
     return found;
-}
-
-static int
-attribute_true(PyObject *owner, PyObject *name)
-{
-    PyObject *value = PyObject_GetAttr(owner, name);
-    if (value == NULL)
-        return -1;
-    int truth = PyObject_IsTrue(value);
-    Py_DECREF(value);
-    return truth;
 }
 
 /* None for a call nothing of dyndbg needs, the callee filter for a callee of
@@ -164,20 +154,6 @@ typedef struct {
     PyObject *slow;         /* the plan's _line_tracer */
 } LineFilter;
 
-static int
-count(PyObject *events, PyObject *kind)
-{
-    PyObject *now = PyDict_GetItemWithError(events, kind);     /* borrowed */
-    if (now == NULL && PyErr_Occurred())
-        return -1;
-    PyObject *next = now ? PyNumber_Add(now, one) : PyLong_FromLong(1);
-    if (next == NULL)
-        return -1;
-    int failed = PyDict_SetItem(events, kind, next);
-    Py_DECREF(next);
-    return failed;
-}
-
 /* 1: answered (None), 0: the slow path, -1: an error */
 static int
 line_decision(LineFilter *self, PyFrameObject *frame, PyObject *event)
@@ -193,7 +169,7 @@ line_decision(LineFilter *self, PyFrameObject *frame, PyObject *event)
     if (armed < 0)
         goto done;
     if (opcode) {
-        answered = armed ? 0 : count(self->events, str_instruction) < 0 ? -1 : 1;
+        answered = armed ? 0 : count_event(self->events, str_instruction) < 0 ? -1 : 1;
         goto done;
     }
     int hot = self->all_opcodes;
@@ -208,7 +184,7 @@ line_decision(LineFilter *self, PyFrameObject *frame, PyObject *event)
     if (PyObject_SetAttr((PyObject *)frame, str_f_trace_opcodes, hot ? Py_True : Py_False) < 0)
         goto done;
     /* the opcode event for this instruction follows if hot */
-    answered = hot || !armed ? (count(self->events, str_line) < 0 ? -1 : 1) : 0;
+    answered = hot || !armed ? (count_event(self->events, str_line) < 0 ? -1 : 1) : 0;
 done:
     Py_DECREF(lasti);
     return answered;
@@ -240,7 +216,7 @@ typedef struct {
     PyObject *slow;         /* _local_trace */
 } RecordFilter;
 
-static PyObject *str_acquire, *str_release, *str_detached;
+static PyObject *str_detached;
 
 /* 1: recorded (None), 0: the slow path, -1: an error */
 static int
@@ -259,32 +235,10 @@ record_decision(RecordFilter *self, PyFrameObject *frame, PyObject *event)
     if (detached != 0)
         return detached < 0 ? -1 : 0;
     /* Under the engine lock, as every event that reaches the engine. */
-    PyObject *held = PyObject_CallMethodNoArgs(self->lock, str_acquire);
-    if (held == NULL)
+    if (record_instruction(self->record, (PyObject *)frame, self->spec, self->lock,
+                           self->after) < 0)
         return -1;
-    Py_DECREF(held);
-    PyObject *args[] = {(PyObject *)frame, self->spec};
-    PyObject *result = PyObject_Vectorcall(self->record, args, 2, NULL);
-    long code = result == NULL ? -1 : PyLong_AsLong(result);
-    if (result != NULL && code != 0) {
-        PyObject *done = PyObject_CallOneArg(self->after, result);
-        if (done == NULL)
-            code = -1;
-        Py_XDECREF(done);
-    }
-    Py_XDECREF(result);
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);    /* the lock is released after an error too */
-    PyObject *released = PyObject_CallMethodNoArgs(self->lock, str_release);
-    if (type != NULL) {
-        Py_XDECREF(released);
-        PyErr_Restore(type, value, tb);
-        return -1;
-    }
-    if (released == NULL)
-        return -1;
-    Py_DECREF(released);
-    return count(self->events, str_instruction) < 0 ? -1 : 1;
+    return count_event(self->events, str_instruction) < 0 ? -1 : 1;
 }
 
 static PyObject *
@@ -295,22 +249,8 @@ record_filter_call(RecordFilter *self, PyObject *const *args, size_t nargsf, PyO
     int decided = record_decision(self, (PyFrameObject *)args[0], args[1]);
     if (decided == 1)
         Py_RETURN_NONE;
-    if (decided < 0) {
-        /* settrace.py's _fail: control flow (a Ctrl-C) goes on into the
-         * program, as from the Python trace function; any other error is
-         * the engine's, said once, and it detaches. */
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
-        PyErr_NormalizeException(&type, &value, &tb);
-        PyObject *handled = PyObject_CallOneArg(self->fail, value ? value : Py_None);
-        Py_XDECREF(type);
-        Py_XDECREF(value);
-        Py_XDECREF(tb);
-        if (handled == NULL)
-            return NULL;
-        Py_DECREF(handled);
-        Py_RETURN_NONE;
-    }
+    if (decided < 0)
+        return hand_failure(self->fail);     /* settrace.py's _fail */
     return PyObject_Vectorcall(self->slow, args, 3, NULL);
 }
 
@@ -484,12 +424,16 @@ PyInit__settrace(void)
         intern(&str_interrupt_pending, "interrupt_pending") ||
         intern(&str_failed_calls, "failed_calls") || intern(&str_f_trace_lines, "f_trace_lines") ||
         intern(&str_f_trace_opcodes, "f_trace_opcodes") ||
-        intern(&str_instruction, "instruction") || intern(&str_acquire, "acquire") ||
-        intern(&str_release, "release") || intern(&str_detached, "detached") ||
-        !(one = PyLong_FromLong(1)))
+        intern(&str_instruction, "instruction") || intern(&str_detached, "detached"))
         return NULL;
     if (PyType_Ready(&CalleeFilterType) < 0 || PyType_Ready(&CallFilterType) < 0 ||
         PyType_Ready(&LineFilterType) < 0 || PyType_Ready(&RecordFilterType) < 0)
         return NULL;
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddObject(m, "RecordFilterType",
+                                        Py_NewRef((PyObject *)&RecordFilterType)) < 0) {
+        Py_DECREF(&RecordFilterType);
+        Py_CLEAR(m);
+    }
+    return m;
 }

@@ -32,6 +32,7 @@ import sys
 import types
 from typing import NamedTuple
 
+from dyndbg import cores
 from dyndbg.cpython import StackUnavailable, call_site, is_return, read_value_stack
 from dyndbg.cpython.tracing import CALL_EVENT_MISSES_FUNCTION_EX, function_ex_calls
 from dyndbg.dynamo import GeneratedCode, is_resume_name
@@ -78,7 +79,16 @@ class MonitoringTracer:
         self._global = 0                  # global events wanted (while not suspended)
         self._suspended = 0
         self._started = False
-        self._callbacks = ((_E.INSTRUCTION, self._on_instruction), (_E.PY_START, self._on_start),
+        # The compiled core records at INSTRUCTION events itself while the
+        # engine only records: for the codes listed here (filled by
+        # _on_instruction, emptied by retrace), id(code) -> (record, spec,
+        # offsets that go to _on_instruction, after), or () for none.
+        self._compiled = cores.monitoring()
+        self._fast: dict[int, tuple] = {}
+        on_instruction = self._on_instruction if self._compiled is None else \
+            self._compiled.instruction_filter(self._fast, ENGINE_LOCK, sink, self.events,
+                                              self._fail, self._on_instruction)
+        self._callbacks = ((_E.INSTRUCTION, on_instruction), (_E.PY_START, self._on_start),
                            (_E.PY_RETURN, self._on_return), (_E.CALL, self._on_call),
                            (_E.RAISE, self._on_raise), (_E.PY_UNWIND, self._on_unwind))
 
@@ -88,7 +98,8 @@ class MonitoringTracer:
         for event, callback in self._callbacks:
             _M.register_callback(self._tool, event, callback)
         # torch reacts to monitoring callbacks as to any frame: keep dynamo away.
-        self.hooks.shield(*(callback for _, callback in self._callbacks))
+        self.hooks.shield(self._on_instruction, self._fail,
+                          *(callback for _, callback in self._callbacks[1:]))
         self._started = True
         # Code compiled before attaching is known without the C callback too.
         self.sink.registry.recover_existing()
@@ -133,6 +144,7 @@ class MonitoringTracer:
         wants now; locations that answered DISABLE are turned on again."""
         if not self._started:
             return
+        self._fast.clear()   # the mode or the breakpoints changed: asked again
         policy = (self.policy.stepping, self.policy.version)
         if policy == self._policy and not self._disabled:
             return
@@ -249,12 +261,26 @@ class MonitoringTracer:
                     if CALL_EVENT_MISSES_FUNCTION_EX:
                         self._before_function_ex(code, offset, frame)
                     sink.on_instruction(frame)
+                    if self._compiled is not None and id(code) not in self._fast:
+                        self._fast[id(code)] = self._fast_recording(code)
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
         if not stepping and offset in known.watched_calls:
             self._disabled = True
             return DISABLE  # one look per call site, as at a CALL event
         return None
+
+    def _fast_recording(self, code: types.CodeType) -> tuple:
+        """What the compiled callback needs to record `code`'s instructions
+        itself, or () where the engine must see each (engine.fast_record)."""
+        entry, known = self._generated.get(id(code)), self._traced.get(id(code))
+        fast = None if entry is None or known is None else self.sink.fast_record(entry)
+        if fast is None:
+            return ()
+        slow = frozenset(fast.armed) | known.armed
+        if CALL_EVENT_MISSES_FUNCTION_EX and known.needs.resume_calls:
+            slow |= frozenset(self._function_ex_calls(code))
+        return (fast.record, fast.spec, slow, fast.after)
 
     def _before_function_ex(self, code: types.CodeType, offset: int,
                             frame: types.FrameType) -> None:

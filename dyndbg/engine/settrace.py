@@ -143,6 +143,12 @@ class SettraceTracer:
             if not any(frame is a for a in self.active):
                 self._add(frame)
             self._arm_frame(frame, self._generated[id(frame.f_code)], TraceLevel.EVERY)
+        # A frame the compiled core was recording by itself stops at its next
+        # instruction too, as one under _local_trace does in step mode.
+        for frame in self.active:
+            if self._compiled is not None and \
+                    type(frame.f_trace) is self._compiled.RecordFilterType:
+                frame.f_trace = self._local_trace
         if frames or not self.hooks.has_callback:
             self._install()  # else the C callback installs it when generated code starts
 
