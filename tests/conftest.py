@@ -179,7 +179,7 @@ def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untype
 # start); elsewhere once, on the Python core. test_cores.py compares the two
 # cores' records directly on the corpus.
 BOTH_CORES = {"test_history", "test_stepping", "test_same_stops", "test_mechanisms",
-              "test_tracing", "test_threads"}
+              "test_tracing", "test_threads", "test_conditions", "test_hostile"}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

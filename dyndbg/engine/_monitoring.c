@@ -1,14 +1,16 @@
 /* The compiled INSTRUCTION callback of the sys.monitoring mechanism
  * (monitoring.py, Python 3.12+).
  *
- * A filter in front of MonitoringTracer._on_instruction, for the time the
- * engine only records (`record on`, continuing, no trace): the instruction
- * of a code listed in `fast` (id(code) -> (record, spec, slow offsets,
- * after)) is recorded here by the compiled History, under the engine lock,
- * in the frame running it; everything else, and every listed slow offset (an
- * armed breakpoint, a 3.12 resume call site), goes to _on_instruction, which
- * also fills `fast`. monitoring.py empties `fast` whenever the engine's mode
- * or breakpoints change. A failure goes to the tracer's _fail.
+ * A filter in front of MonitoringTracer._on_instruction for the codes listed
+ * in `fast` (id(code) -> (record, spec, slow offsets, after, checks)), filled
+ * by _on_instruction and emptied by monitoring.py whenever the engine's mode
+ * or breakpoints change. While the engine only records (`record on`,
+ * continuing, no trace), an instruction is recorded here by the compiled
+ * History, in the frame running it; while it does not record, an armed
+ * offset with a ConditionCheck has its condition evaluated here, and a false
+ * one only counts the hit. Both under the engine lock. Everything else, and
+ * every listed slow offset (an armed breakpoint while recording, a 3.12
+ * resume call site), goes to _on_instruction. A failure goes to _fail.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -22,7 +24,8 @@ static PyObject *str_detached, *str_instruction;
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *fast;         /* id(code) -> (record, spec, slow offsets, after) */
+    PyObject *fast;         /* id(code) -> (record, spec, slow offsets, after, checks) */
+    PyObject *conditions;   /* the engine's Conditions */
     PyObject *lock;         /* threads.ENGINE_LOCK */
     PyObject *sink;         /* the engine: .detached */
     PyObject *events;       /* the tracer's Counter */
@@ -41,8 +44,8 @@ decide(InstructionFilter *self, PyObject *code, PyObject *offset)
     Py_DECREF(key);
     if (fast == NULL)
         return PyErr_Occurred() ? -1 : 0;
-    if (!PyTuple_Check(fast) || PyTuple_GET_SIZE(fast) != 4)
-        return 0;       /* this code is never recorded here now */
+    if (!PyTuple_Check(fast) || PyTuple_GET_SIZE(fast) != 5)
+        return 0;       /* every instruction of this code goes to the engine now */
     Py_INCREF(fast);
     int decided = -1;
     int slow = PySequence_Contains(PyTuple_GET_ITEM(fast, 2), offset);
@@ -67,9 +70,39 @@ decide(InstructionFilter *self, PyObject *code, PyObject *offset)
         decided = 0;
         goto done;
     }
-    if (record_instruction(PyTuple_GET_ITEM(fast, 0), (PyObject *)frame,
-                           PyTuple_GET_ITEM(fast, 1), self->lock, PyTuple_GET_ITEM(fast, 3)) < 0)
-        goto done;
+    PyObject *record = PyTuple_GET_ITEM(fast, 0);
+    if (record != Py_None) {
+        if (record_instruction(record, (PyObject *)frame, PyTuple_GET_ITEM(fast, 1), self->lock,
+                               PyTuple_GET_ITEM(fast, 3)) < 0)
+            goto done;
+    }
+    else {
+        /* Not recording: an armed offset whose condition may be false. */
+        PyObject *check = PyDict_GetItemWithError(PyTuple_GET_ITEM(fast, 4), offset);
+        if (check == NULL) {
+            decided = PyErr_Occurred() ? -1 : 0;
+            goto done;
+        }
+        Py_INCREF(check);
+        PyObject *held = PyObject_CallMethod(self->lock, "acquire", NULL);
+        int false_here = held == NULL ? -1 : condition_is_false(check, frame, self->conditions);
+        Py_XDECREF(held);
+        Py_DECREF(check);
+        if (held != NULL) {
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            PyObject *released = PyObject_CallMethod(self->lock, "release", NULL);
+            Py_XDECREF(released);
+            if (type != NULL)
+                PyErr_Restore(type, value, tb);
+            else if (released == NULL)
+                false_here = -1;
+        }
+        if (false_here != 1) {
+            decided = false_here;
+            goto done;
+        }
+    }
     decided = count_event(self->events, str_instruction) < 0 ? -1 : 1;
 done:
     Py_DECREF(fast);
@@ -93,6 +126,7 @@ static int
 filter_traverse(InstructionFilter *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->fast);
+    Py_VISIT(self->conditions);
     Py_VISIT(self->lock);
     Py_VISIT(self->sink);
     Py_VISIT(self->events);
@@ -105,6 +139,7 @@ static int
 filter_clear(InstructionFilter *self)
 {
     Py_CLEAR(self->fast);
+    Py_CLEAR(self->conditions);
     Py_CLEAR(self->lock);
     Py_CLEAR(self->sink);
     Py_CLEAR(self->events);
@@ -137,15 +172,16 @@ static PyTypeObject InstructionFilterType = {
 static PyObject *
 instruction_filter(PyObject *module, PyObject *args)
 {
-    PyObject *fast, *lock, *sink, *events, *fail, *slow;
-    if (!PyArg_ParseTuple(args, "O!OOO!OO", &PyDict_Type, &fast, &lock, &sink, &PyDict_Type,
-                          &events, &fail, &slow))
+    PyObject *fast, *conditions, *lock, *sink, *events, *fail, *slow;
+    if (!PyArg_ParseTuple(args, "O!OOOO!OO", &PyDict_Type, &fast, &conditions, &lock, &sink,
+                          &PyDict_Type, &events, &fail, &slow))
         return NULL;
     InstructionFilter *self = PyObject_GC_New(InstructionFilter, &InstructionFilterType);
     if (self == NULL)
         return NULL;
     self->vectorcall = (vectorcallfunc)filter_call;
     self->fast = Py_NewRef(fast);
+    self->conditions = Py_NewRef(conditions);
     self->lock = Py_NewRef(lock);
     self->sink = Py_NewRef(sink);
     self->events = Py_NewRef(events);
@@ -157,7 +193,7 @@ instruction_filter(PyObject *module, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"instruction_filter", instruction_filter, METH_VARARGS,
-     "instruction_filter(fast, lock, engine, events, _fail, _on_instruction)"},
+     "instruction_filter(fast, conditions, lock, engine, events, _fail, _on_instruction)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,10 +1,13 @@
 /* What the compiled tracing mechanisms (_settrace.c, _monitoring.c) share:
  * recording one instruction with the compiled History (engine/_history.c)
- * under the engine lock, and handing a failure to the mechanism's _fail. */
+ * under the engine lock, evaluating a breakpoint's condition where only a
+ * hit is counted when it is false, and handing a failure to the mechanism's
+ * _fail. */
 #ifndef DYNDBG_RECORDING_H
 #define DYNDBG_RECORDING_H
 
 #include <Python.h>
+#include <frameobject.h>
 
 /* 1 if owner.name is true, 0 if not, -1 on an error */
 static int
@@ -81,6 +84,114 @@ hand_failure(PyObject *fail)
     Py_XDECREF(value);
     Py_XDECREF(tb);
     return handled;
+}
+
+/* obj.name += 1 */
+static int
+add_one(PyObject *owner, const char *name)
+{
+    PyObject *now = PyObject_GetAttrString(owner, name);
+    if (now == NULL)
+        return -1;
+    PyObject *next = PyLong_FromLong(PyLong_AsLong(now) + 1);
+    Py_DECREF(now);
+    if (next == NULL)
+        return -1;
+    int failed = PyObject_SetAttrString(owner, name, next);
+    Py_DECREF(next);
+    return failed;
+}
+
+/* 1 if the attribute is `value` (the same object), 0 if not, -1 on an error */
+static int
+attribute_is(PyObject *owner, const char *name, PyObject *value)
+{
+    PyObject *now = PyObject_GetAttrString(owner, name);
+    if (now == NULL)
+        return -1;
+    int same = now == value;
+    Py_DECREF(now);
+    return same;
+}
+
+/* Conditions.evaluate's Outcome (frame id, lasti, expression, error or None)
+ * for hit(), which takes it instead of evaluating the condition again. */
+static int
+leave_outcome(PyObject *conditions, PyFrameObject *frame, PyObject *expression, PyObject *error)
+{
+    PyObject *outcome_type = PyObject_GetAttrString(conditions, "Outcome");
+    if (outcome_type == NULL)
+        return -1;
+    PyObject *fields = Py_BuildValue("(NiOO)", PyLong_FromVoidPtr(frame), PyFrame_GetLasti(frame),
+                                     expression, error ? error : Py_None);
+    PyObject *args = fields ? PyTuple_Pack(1, fields) : NULL;
+    /* tuple.__new__(Outcome, fields): no Python frame (dynamo sees every one) */
+    PyObject *outcome = args ? PyTuple_Type.tp_new((PyTypeObject *)outcome_type, args, NULL) : NULL;
+    Py_DECREF(outcome_type);
+    Py_XDECREF(fields);
+    Py_XDECREF(args);
+    if (outcome == NULL)
+        return -1;
+    int failed = PyObject_SetAttrString(conditions, "outcome", outcome);
+    Py_DECREF(outcome);
+    return failed;
+}
+
+/* A breakpoints.ConditionCheck (breakpoint, location, expression, code) at
+ * the frame's instruction, evaluated as Conditions.evaluate does (its
+ * `running` set meanwhile). 1: false, the hits counted as hit() counts them;
+ * 0: the slow path (the breakpoint changed since, or the condition was true
+ * or raised: its Outcome left for hit()); -1: an error. Under the engine lock. */
+static int
+condition_is_false(PyObject *check, PyFrameObject *frame, PyObject *conditions)
+{
+    if (!PyTuple_Check(check) || PyTuple_GET_SIZE(check) != 4)
+        return 0;
+    PyObject *bp = PyTuple_GET_ITEM(check, 0), *location = PyTuple_GET_ITEM(check, 1),
+             *expression = PyTuple_GET_ITEM(check, 2), *code = PyTuple_GET_ITEM(check, 3);
+    PyObject *enabled_name = PyUnicode_FromString("enabled");
+    if (enabled_name == NULL)
+        return -1;
+    int ready = attribute_true(bp, enabled_name);
+    if (ready == 1 && location != Py_None)
+        ready = attribute_true(location, enabled_name);
+    Py_DECREF(enabled_name);
+    if (ready == 1)
+        ready = attribute_is(bp, "condition", expression);
+    if (ready != 1)
+        return ready;
+    PyObject *globals = PyFrame_GetGlobals(frame);
+    PyObject *locals = PyFrame_GetLocals(frame);
+    int truth = -1;
+    if (globals != NULL && locals != NULL &&
+        PyObject_SetAttrString(conditions, "running", Py_True) == 0) {
+        PyObject *value = PyEval_EvalCode(code, globals, locals);
+        truth = value == NULL ? -1 : PyObject_IsTrue(value);
+        Py_XDECREF(value);
+    }
+    Py_XDECREF(globals);
+    Py_XDECREF(locals);
+    PyObject *type = NULL, *error = NULL, *tb = NULL;
+    if (truth < 0) {
+        PyErr_Fetch(&type, &error, &tb);
+        PyErr_NormalizeException(&type, &error, &tb);
+        if (error != NULL && tb != NULL)
+            PyException_SetTraceback(error, tb);
+    }
+    int done = PyObject_SetAttrString(conditions, "running", Py_False);
+    if (done == 0 && truth == 0) {
+        done = add_one(bp, "hits");
+        if (done == 0 && location != Py_None)
+            done = add_one(location, "hits");
+    }
+    else if (done == 0)
+        done = leave_outcome(conditions, frame, expression, error);
+    Py_XDECREF(type);
+    Py_XDECREF(error);
+    Py_XDECREF(tb);
+    if (done < 0)
+        return -1;
+    return truth == 0 ? 1 : 0;
 }
 
 #endif

@@ -12,7 +12,10 @@
  *                 CalleeFilter (f_trace_lines off).
  *   CalleeFilter  before _callee_trace: only an exception event reaches it.
  *   LineFilter    before a _line_tracer: an opcode event off the armed
- *                 offsets, a line event that only switches opcode events.
+ *                 offsets, a line event that only switches opcode events,
+ *                 and an armed instruction whose breakpoint's condition is
+ *                 false (evaluated here under the engine lock; the hit is
+ *                 counted, and past the last armed one the frame released).
  *   RecordFilter  before _local_trace while the engine only records (`record
  *                 on`, continuing): an opcode event off the armed offsets is
  *                 recorded by the compiled History here, under the engine lock.
@@ -28,7 +31,7 @@
 
 #include "_recording.h"
 
-static PyObject *str_call, *str_line, *str_opcode, *str_exception, *str_interrupt_pending,
+static PyObject *str_detached, *str_call, *str_line, *str_opcode, *str_exception, *str_interrupt_pending,
     *str_failed_calls, *str_f_trace_lines, *str_f_trace_opcodes, *str_instruction;
 
 /* The event's name is one of the interpreter's interned strings. */
@@ -150,9 +153,63 @@ typedef struct {
     PyObject *hot_lines;    /* plan.hot_lines */
     PyObject *line_of;      /* plan.line_of: offset -> line */
     int all_opcodes;        /* plan.all_opcodes */
+    Py_ssize_t done_from;   /* plan.done_after: from this offset on (-1: never) */
+    PyObject *checks;       /* offset -> ConditionCheck, evaluated here */
+    PyObject *conditions;   /* the engine's Conditions */
+    PyObject *lock;         /* threads.ENGINE_LOCK */
+    PyObject *sink;         /* the engine: .detached */
+    PyObject *release;      /* the tracer's _release(frame) */
     PyObject *events;       /* the tracer's Counter */
     PyObject *slow;         /* the plan's _line_tracer */
 } LineFilter;
+
+/* An armed instruction: 1 if it has a ConditionCheck that is false here
+ * (the hit counted; the frame released past its last armed instruction, as
+ * the line tracer does after a dispatch), 0 for the slow path, -1 on an error. */
+static int
+false_condition(LineFilter *self, PyFrameObject *frame, PyObject *lasti)
+{
+    PyObject *check = PyDict_GetItemWithError(self->checks, lasti);     /* borrowed */
+    if (check == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    int detached = attribute_true(self->sink, str_detached);
+    if (detached != 0)
+        return detached < 0 ? -1 : 0;
+    Py_INCREF(check);
+    PyObject *held = PyObject_CallMethod(self->lock, "acquire", NULL);
+    int false_here = held == NULL ? -1 : condition_is_false(check, frame, self->conditions);
+    Py_DECREF(check);
+    if (held == NULL)
+        return -1;
+    Py_DECREF(held);
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);    /* the lock is released after an error too */
+    PyObject *released = PyObject_CallMethod(self->lock, "release", NULL);
+    Py_XDECREF(released);
+    if (type != NULL) {
+        PyErr_Restore(type, value, tb);
+        return -1;
+    }
+    if (released == NULL)
+        return -1;
+    if (false_here != 1)
+        return false_here;
+    long offset = PyLong_AsLong(lasti);
+    if (self->done_from >= 0 && offset >= self->done_from) {
+        PyObject *trace = PyObject_GetAttrString((PyObject *)frame, "f_trace");
+        int mine = trace == (PyObject *)self;
+        Py_XDECREF(trace);
+        if (trace == NULL)
+            return -1;
+        if (mine) {
+            PyObject *done = PyObject_CallOneArg(self->release, (PyObject *)frame);
+            Py_XDECREF(done);
+            if (done == NULL)
+                return -1;
+        }
+    }
+    return 1;
+}
 
 /* 1: answered (None), 0: the slow path, -1: an error */
 static int
@@ -169,7 +226,9 @@ line_decision(LineFilter *self, PyFrameObject *frame, PyObject *event)
     if (armed < 0)
         goto done;
     if (opcode) {
-        answered = armed ? 0 : count_event(self->events, str_instruction) < 0 ? -1 : 1;
+        if (armed && (answered = false_condition(self, frame, lasti)) != 1)
+            goto done;
+        answered = count_event(self->events, str_instruction) < 0 ? -1 : 1;
         goto done;
     }
     int hot = self->all_opcodes;
@@ -183,8 +242,11 @@ line_decision(LineFilter *self, PyFrameObject *frame, PyObject *event)
     }
     if (PyObject_SetAttr((PyObject *)frame, str_f_trace_opcodes, hot ? Py_True : Py_False) < 0)
         goto done;
-    /* the opcode event for this instruction follows if hot */
-    answered = hot || !armed ? (count_event(self->events, str_line) < 0 ? -1 : 1) : 0;
+    /* the opcode event for this instruction follows if hot; an armed one
+     * that the line event reaches is handled here as its opcode */
+    if (!hot && armed && (answered = false_condition(self, frame, lasti)) != 1)
+        goto done;
+    answered = count_event(self->events, str_line) < 0 ? -1 : 1;
 done:
     Py_DECREF(lasti);
     return answered;
@@ -216,7 +278,6 @@ typedef struct {
     PyObject *slow;         /* _local_trace */
 } RecordFilter;
 
-static PyObject *str_detached;
 
 /* 1: recorded (None), 0: the slow path, -1: an error */
 static int
@@ -274,8 +335,12 @@ FILTER_TYPE(CallFilter, ,
             Py_CLEAR(self->policy); Py_CLEAR(self->slow); Py_CLEAR(self->callee);)
 FILTER_TYPE(LineFilter, ,
             Py_VISIT(self->offsets); Py_VISIT(self->hot_lines); Py_VISIT(self->line_of);
+            Py_VISIT(self->checks); Py_VISIT(self->conditions); Py_VISIT(self->lock);
+            Py_VISIT(self->sink); Py_VISIT(self->release);
             Py_VISIT(self->events); Py_VISIT(self->slow);,
             Py_CLEAR(self->offsets); Py_CLEAR(self->hot_lines); Py_CLEAR(self->line_of);
+            Py_CLEAR(self->checks); Py_CLEAR(self->conditions); Py_CLEAR(self->lock);
+            Py_CLEAR(self->sink); Py_CLEAR(self->release);
             Py_CLEAR(self->events); Py_CLEAR(self->slow);)
 
 FILTER_TYPE(RecordFilter, ,
@@ -328,10 +393,13 @@ call_filter(PyObject *module, PyObject *args)
 static PyObject *
 line_filter(PyObject *module, PyObject *args)
 {
-    PyObject *offsets, *hot_lines, *line_of, *events, *slow;
+    PyObject *offsets, *hot_lines, *line_of, *checks, *conditions, *lock, *sink, *release,
+        *events, *slow;
     int all_opcodes;
-    if (!PyArg_ParseTuple(args, "OOO!pO!O", &offsets, &hot_lines, &PyDict_Type, &line_of,
-                          &all_opcodes, &PyDict_Type, &events, &slow))
+    Py_ssize_t done_from;
+    if (!PyArg_ParseTuple(args, "OOO!pnO!OOOOO!O", &offsets, &hot_lines, &PyDict_Type, &line_of,
+                          &all_opcodes, &done_from, &PyDict_Type, &checks, &conditions, &lock,
+                          &sink, &release, &PyDict_Type, &events, &slow))
         return NULL;
     if (!PyAnySet_Check(offsets) || !PyAnySet_Check(hot_lines))
         return PyErr_Format(PyExc_TypeError, "line_filter: offsets and hot_lines are sets");
@@ -343,6 +411,12 @@ line_filter(PyObject *module, PyObject *args)
     self->hot_lines = Py_NewRef(hot_lines);
     self->line_of = Py_NewRef(line_of);
     self->all_opcodes = all_opcodes;
+    self->done_from = done_from;
+    self->checks = Py_NewRef(checks);
+    self->conditions = Py_NewRef(conditions);
+    self->lock = Py_NewRef(lock);
+    self->sink = Py_NewRef(sink);
+    self->release = Py_NewRef(release);
     self->events = Py_NewRef(events);
     self->slow = Py_NewRef(slow);
     PyObject_GC_Track(self);
@@ -397,7 +471,8 @@ static PyMethodDef methods[] = {
     {"call_filter", call_filter, METH_VARARGS,
      "call_filter(generated, prefixes, hooks, policy, _global_trace, callee_filter)"},
     {"line_filter", line_filter, METH_VARARGS,
-     "line_filter(offsets, hot_lines, line_of, all_opcodes, events, line_tracer)"},
+     "line_filter(offsets, hot_lines, line_of, all_opcodes, done_from, checks, conditions, "
+     "lock, engine, _release, events, line_tracer)"},
     {"record_filter", record_filter, METH_VARARGS,
      "record_filter(record, spec, armed, lock, engine, events, after_record, _fail, "
      "_local_trace)"},

@@ -6,13 +6,25 @@ from __future__ import annotations
 
 import types
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 from dyndbg.cpython import SILENT_OPNAMES
 from dyndbg.dynamo.registry import GeneratedCode
 from dyndbg.engine.codeinfo import CodeInfo, Instr
 from dyndbg.engine.targets import (CatchTarget, LineTarget, MarkerTarget, ResumeTarget,
                                    StackReader, Target)
+
+
+class ConditionCheck(NamedTuple):
+    """BreakpointTable.condition_checks: what the compiled core needs to
+    evaluate a breakpoint's condition and count a hit where it is false
+    (engine/_recording.h; it checks that the breakpoint is still enabled
+    and has this condition)."""
+
+    breakpoint: Breakpoint
+    location: Location | None
+    expression: str
+    code: types.CodeType
 
 
 class ArmingPlan:
@@ -197,6 +209,25 @@ class BreakpointTable:
                     cached[offset] = enabled
             self._armed_cache[id(entry.code)] = cached
         return cached
+
+    def condition_checks(self, entry: GeneratedCode, info: CodeInfo,
+                         plain_code: Callable[[str], types.CodeType | None]
+                         ) -> dict[int, ConditionCheck]:
+        """The armed offsets where the one enabled breakpoint stops only if its
+        condition holds, and hit() would do nothing else first (a target with
+        nothing to confirm, a condition that names neither __frame__ nor
+        __stack__): there the compiled core evaluates the condition, and a
+        false one only counts the hit."""
+        checks = {}
+        for offset, bps in self.armed(entry, info).items():
+            bp = bps[0]
+            if len(bps) != 1 or not bp.condition or type(bp.target).confirm is not Target.confirm:
+                continue
+            code = plain_code(bp.condition)
+            if code is not None:
+                checks[offset] = ConditionCheck(bp, bp.location_at(entry.code, offset),
+                                                bp.condition, code)
+        return checks
 
     def catches_exceptions(self) -> bool:
         return any(bp.enabled and isinstance(bp.target, CatchTarget)

@@ -2,26 +2,60 @@
 from __future__ import annotations
 
 import types
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from dyndbg.engine.control import ConditionInterrupted
+
+
+class Outcome(NamedTuple):
+    """A condition the compiled core evaluated and found true or raising
+    (engine/_recording.h): hit() takes it instead of evaluating again."""
+
+    frame_id: int
+    lasti: int
+    expression: str
+    error: BaseException | None     # None: it was true
 
 
 class Conditions:
     """Each condition text is compiled once; `running` is true while one runs
     (Ctrl-C then interrupts the condition, not the program)."""
 
+    Outcome = Outcome   # for the compiled core, which makes them
+
     def __init__(self) -> None:
         self._compiled: dict[str, types.CodeType] = {}
         self.running = False
+        self.outcome: Outcome | None = None
+
+    def _code(self, expression: str) -> types.CodeType:
+        code = self._compiled.get(expression)
+        if code is None:
+            code = self._compiled[expression] = compile(expression, "<condition>", "eval")
+        return code
+
+    def plain_code(self, expression: str) -> types.CodeType | None:
+        """The compiled condition, if it needs nothing but the frame's
+        locals and globals (the compiled core evaluates those itself)."""
+        try:
+            code = self._code(expression)
+        except SyntaxError:
+            return None
+        names = code.co_names
+        return None if "__frame__" in names or "__stack__" in names else code
 
     def evaluate(self, frame: types.FrameType, expression: str,
                  stack: Callable[[], list[object] | None]) -> bool:
         """`expression` in `frame`; `__frame__` and `__stack__` (the value stack,
         read only when named) are there too."""
-        code = self._compiled.get(expression)
-        if code is None:
-            code = self._compiled[expression] = compile(expression, "<condition>", "eval")
+        outcome, self.outcome = self.outcome, None
+        if outcome is not None and outcome[:3] == (id(frame), frame.f_lasti, expression):
+            if outcome.error is None:
+                return True
+            if isinstance(outcome.error, KeyboardInterrupt):
+                raise ConditionInterrupted("interrupted by Ctrl-C") from None
+            raise outcome.error
+        code = self._code(expression)
         names = code.co_names
         namespace = frame.f_locals  # read only: no copy needed without extras
         if "__frame__" in names or "__stack__" in names:

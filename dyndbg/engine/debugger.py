@@ -16,7 +16,7 @@ from dyndbg.cpython import StackUnavailable, argument_names, read_value_stack, s
 from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
 from dyndbg.dynamo.edits import EDITS
 from dyndbg.dynamo.markers import torch_has_marker
-from dyndbg.engine.breakpoints import BreakpointTable
+from dyndbg.engine.breakpoints import BreakpointTable, ConditionCheck
 from dyndbg.engine.codeinfo import CodeInfo, Instr, code_info
 from dyndbg.engine.conditions import Conditions
 from dyndbg.engine.control import ConditionInterrupted, DyndbgQuit
@@ -51,6 +51,7 @@ class Engine:
         if torch_has_marker():
             self.breakpoints.add_marker_breakpoint()
         self.policy = TracePolicy(self.registry, self.breakpoints)
+        self.conditions = Conditions()   # before the tracer: its compiled callbacks use them
         self._mode = Mode()
         self.detached = False
         self.hooks = DynamoHooks(self.registry, self._on_code_start, self._suspend,
@@ -63,7 +64,6 @@ class Engine:
         self.history = History()                       # `record on`: what ran, to step back
         self._entry_locals: dict[int, dict] = {}       # id(frame) -> its arguments at the start
         self._stopped_in: set[int] = set()             # ids of live frames that have stopped
-        self.conditions = Conditions()
         self.at_prompt = False
         self._generated = self.registry.by_id          # for the hot paths: id(code) -> entry
         self._stopped_exception: BaseException | None = None
@@ -296,6 +296,15 @@ class Engine:
         info = self.info_for(entry)
         return FastRecord(record, self.history.spec(entry, info),
                           self.breakpoints.armed(entry, info), self.history.after_record)
+
+    def condition_checks(self, entry: GeneratedCode) -> dict[int, ConditionCheck]:
+        """While the engine neither steps nor records nor traces: the armed
+        offsets of the entry's code where a compiled mechanism may evaluate
+        the breakpoint's condition itself (breakpoints.condition_checks)."""
+        if FAULTS_ON or self._mode.stepping or self.policy.tracing or self.history.on:
+            return {}
+        return self.breakpoints.condition_checks(entry, self.info_for(entry),
+                                                 self.conditions.plain_code)
 
     def _read_stack(self, frame: types.FrameType) -> tuple[list[object] | None, str]:
         try:

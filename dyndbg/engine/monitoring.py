@@ -79,15 +79,15 @@ class MonitoringTracer:
         self._global = 0                  # global events wanted (while not suspended)
         self._suspended = 0
         self._started = False
-        # The compiled core records at INSTRUCTION events itself while the
-        # engine only records: for the codes listed here (filled by
-        # _on_instruction, emptied by retrace), id(code) -> (record, spec,
-        # offsets that go to _on_instruction, after), or () for none.
+        # The compiled core answers INSTRUCTION events itself while the
+        # engine only records, or at a false condition: for the codes listed
+        # here (filled by _on_instruction, emptied by retrace), id(code) ->
+        # _fast_entry(code).
         self._compiled = cores.monitoring()
         self._fast: dict[int, tuple] = {}
         on_instruction = self._on_instruction if self._compiled is None else \
-            self._compiled.instruction_filter(self._fast, ENGINE_LOCK, sink, self.events,
-                                              self._fail, self._on_instruction)
+            self._compiled.instruction_filter(self._fast, sink.conditions, ENGINE_LOCK, sink,
+                                              self.events, self._fail, self._on_instruction)
         self._callbacks = ((_E.INSTRUCTION, on_instruction), (_E.PY_START, self._on_start),
                            (_E.PY_RETURN, self._on_return), (_E.CALL, self._on_call),
                            (_E.RAISE, self._on_raise), (_E.PY_UNWIND, self._on_unwind))
@@ -262,7 +262,7 @@ class MonitoringTracer:
                         self._before_function_ex(code, offset, frame)
                     sink.on_instruction(frame)
                     if self._compiled is not None and id(code) not in self._fast:
-                        self._fast[id(code)] = self._fast_recording(code)
+                        self._fast[id(code)] = self._fast_entry(code)
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
         if not stepping and offset in known.watched_calls:
@@ -270,17 +270,25 @@ class MonitoringTracer:
             return DISABLE  # one look per call site, as at a CALL event
         return None
 
-    def _fast_recording(self, code: types.CodeType) -> tuple:
-        """What the compiled callback needs to record `code`'s instructions
-        itself, or () where the engine must see each (engine.fast_record)."""
+    def _fast_entry(self, code: types.CodeType) -> tuple:
+        """What the compiled callback needs for `code` (engine/_monitoring.c):
+        (record, spec, slow offsets, after, {}) while the engine only records
+        (engine.fast_record), (None, None, slow offsets, None, condition
+        checks) while it does not step, or () where the engine sees every
+        instruction. Slow offsets go to _on_instruction."""
         entry, known = self._generated.get(id(code)), self._traced.get(id(code))
-        fast = None if entry is None or known is None else self.sink.fast_record(entry)
-        if fast is None:
+        if entry is None or known is None:
             return ()
-        slow = frozenset(fast.armed) | known.armed
+        slow = known.armed
         if CALL_EVENT_MISSES_FUNCTION_EX and known.needs.resume_calls:
             slow |= frozenset(self._function_ex_calls(code))
-        return (fast.record, fast.spec, slow, fast.after)
+        fast = self.sink.fast_record(entry)
+        if fast is not None:
+            return (fast.record, fast.spec, slow | frozenset(fast.armed), fast.after, {})
+        if self.policy.stepping:
+            return ()
+        checks = self.sink.condition_checks(entry)
+        return (None, None, slow - checks.keys() | known.watched_calls, None, checks)
 
     def _before_function_ex(self, code: types.CodeType, offset: int,
                             frame: types.FrameType) -> None:

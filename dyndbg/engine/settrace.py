@@ -74,7 +74,7 @@ class SettraceTracer:
     def start(self) -> None:
         prepare_settrace()
         self.hooks.shield(self._global_trace, self._local_trace, self._callee_trace,
-                          self._new_thread_trace, self._fail)
+                          self._new_thread_trace, self._fail, self._release)
         if not self.hooks.has_callback:
             self._install()
             # No callback to install the trace where generated code is about to run:
@@ -205,7 +205,7 @@ class SettraceTracer:
             cached = self._tracers.get(id(entry.code))
             if cached is None:  # one plan and tracer per code object, shared by its frames
                 plan = self.policy.arming_plan(entry)
-                cached = self._tracers[id(entry.code)] = (plan, self._line_tracer(plan))
+                cached = self._tracers[id(entry.code)] = (plan, self._line_tracer(plan, entry))
             plan, frame.f_trace = cached
             frame.f_trace_lines = True
             # A frame re-armed mid-line gets no line event until the line changes.
@@ -312,7 +312,7 @@ class SettraceTracer:
         frame's current trace function (another may have been set meanwhile)."""
         self._dispatch(frame, event, arg)
 
-    def _line_tracer(self, plan: ArmingPlan):  # type: ignore[no-untyped-def]
+    def _line_tracer(self, plan: ArmingPlan, entry: GeneratedCode):  # type: ignore[no-untyped-def]
         """The local trace function of a frame with breakpoints, after continue.
 
         Line events switch opcode events on only while executing a line that
@@ -346,9 +346,16 @@ class SettraceTracer:
         if not self._line_tracer_shielded:  # every closure shares this code object
             self.hooks.shield(tracer)
             self._line_tracer_shielded = True
-        # The compiled core answers the events that need nothing before tracer runs.
-        installed = tracer if self._compiled is None else self._compiled.line_filter(
-            offsets, hot_lines, line_of, bool(plan.all_opcodes), events, tracer)
+        if self._compiled is None:
+            installed = tracer
+            return tracer
+        # The compiled core answers the events that need nothing before tracer
+        # runs, and the armed instructions whose condition is false.
+        done_from = -1 if plan.loops else plan.last_armed
+        installed = self._compiled.line_filter(
+            offsets, hot_lines, line_of, bool(plan.all_opcodes), done_from,
+            self.sink.condition_checks(entry), self.sink.conditions, ENGINE_LOCK, self.sink,
+            self._release, events, tracer)
         return installed
 
     def _dispatch(self, frame: types.FrameType, event: str, arg: object) -> None:

@@ -16,6 +16,7 @@ from dyndbg.cpython.tracing import monitoring_available, monitoring_tool_holder
 
 if TYPE_CHECKING:
     from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
+    from dyndbg.engine.conditions import Conditions
     from dyndbg.engine.policy import TracePolicy
 
 # DYNDBG_TRACER=settrace forces the sys.settrace mechanism where sys.monitoring
@@ -41,6 +42,7 @@ class EventSink(Protocol):
     registry: "Registry"
     hooks: "DynamoHooks"
     policy: "TracePolicy"
+    conditions: "Conditions"
     detached: bool
 
     def on_frame_start(self, frame: types.FrameType) -> None: ...
@@ -51,6 +53,7 @@ class EventSink(Protocol):
     def forget(self, frame: types.FrameType) -> None: ...
     def on_call_failed(self, caller: types.FrameType) -> None: ...
     def fast_record(self, entry: "GeneratedCode") -> FastRecord | None: ...
+    def condition_checks(self, entry: "GeneratedCode") -> dict: ...
     def internal_error(self, where: str, error: BaseException) -> None: ...
 
 
