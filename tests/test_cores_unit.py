@@ -92,3 +92,34 @@ def test_a_bad_choice_says_so_in_one_line(monkeypatch: pytest.MonkeyPatch) -> No
     chosen = cores._choose()
     assert "DYNDBG_CORE='fast' is not 'c' or 'python'" in chosen.why
     assert "\n" not in chosen.why
+
+
+@needs_c
+def test_a_layout_the_probe_refuses_is_never_read_by_recording() -> None:
+    """A compiled reader configured with a layout that fails the start-up
+    probe (here a wrong code pointer offset, caught before any slot is
+    read): the probe says so, and read_at_event, which recording calls,
+    reads nothing."""
+    import dataclasses
+    import sys
+
+    from dyndbg.cpython import valuestack
+
+    layout = valuestack._layout()
+    wrong = dataclasses.replace(layout, f_code=layout.f_code + 8)
+    frames = cores.frames()
+    try:
+        frames.configure(wrong.f_frame, wrong.f_code, wrong.stacktop, wrong.localsplus,
+                         wrong.stack_pointer, valuestack._event_mode(wrong).value, NULL,
+                         StackUnavailable)
+        assert valuestack._self_check(wrong, valuestack._read_compiled) is not None
+        with pytest.raises(StackUnavailable, match="has not passed its check"):
+            frames.read_at_event(sys._getframe(), None, False)
+    finally:
+        valuestack._use_compiled_reader(layout)
+    assert cores.core() == "c"
+    frame = sys._getframe()
+    try:   # checked again: it reads (a running frame may still be unreadable)
+        frames.read_at_event(frame, valuestack.event_depths(frame.f_code), False)
+    except StackUnavailable as why:
+        assert "has not passed" not in str(why)

@@ -15,6 +15,7 @@
 static Py_ssize_t f_frame_at, f_code_at, stacktop_at, localsplus_at;
 static int stack_pointer;            /* 3.14+: a stack pointer and tagged slots */
 static int event_mode;               /* how the top is known at an event: enum EventMode */
+static int checked;                  /* the start-up probe read right with this layout */
 static PyObject *null_object;        /* valuestack.NULL */
 static PyObject *unavailable;        /* valuestack.StackUnavailable */
 
@@ -38,6 +39,16 @@ configure(PyObject *self, PyObject *args)
         return NULL;
     Py_XSETREF(null_object, Py_NewRef(null));
     Py_XSETREF(unavailable, Py_NewRef(error));
+    checked = 0;
+    Py_RETURN_NONE;
+}
+
+/* mark_checked(): the probe passed (valuestack._use_compiled_reader); only
+ * then does read_at_event, which recording calls, read anything. */
+static PyObject *
+mark_checked(PyObject *self, PyObject *unused)
+{
+    checked = 1;
     Py_RETURN_NONE;
 }
 
@@ -140,6 +151,8 @@ read_frame(PyObject *frame, Py_ssize_t depth, int stored, int with_locals,
 static PyObject *
 read_at_event(PyObject *frame, PyObject *depths, int with_locals)
 {
+    if (!checked)
+        return fail("the compiled slot reader has not passed its check");
     if (event_mode == STORED_TOP)
         return read_frame(frame, -1, 1, with_locals, -1, -1);
     if (depths == NULL || !PyDict_Check(depths))
@@ -189,6 +202,7 @@ static PyMethodDef methods[] = {
      "StackUnavailable)"},
     {"read", read_slots, METH_VARARGS,
      "read(frame, depth, stored, with_locals, at_most, expected) -> list"},
+    {"mark_checked", mark_checked, METH_NOARGS, "mark_checked(): the layout passed the probe"},
     {"read_at_event", read_at_event_py, METH_VARARGS,
      "read_at_event(frame, depths, with_locals) -> list"},
     {NULL, NULL, 0, NULL},

@@ -221,6 +221,7 @@ def _use_compiled_reader(layout: FrameLayout) -> None:
                       layout.stack_pointer, _event_mode(layout).value, NULL, StackUnavailable)
     problem = _self_check(layout, _read_compiled)
     if problem is None:
+        _frames.mark_checked()
         _reader = _read_compiled
     else:
         cores.refuse(f"the compiled slot reader: {problem}")

@@ -15,12 +15,13 @@
 typedef PyObject *(*read_at_event_fn)(PyObject *frame, PyObject *depths, int with_locals);
 static read_at_event_fn read_at_event;
 
-/* record()'s results, as history.py's RecordResult */
+/* record()'s results, as history.py's RecordResult (CHECK_BOUNDS: past a
+ * bound, History._trim must run) */
 enum { RECORDED = 0, CHECK_BOUNDS = 1, UNREADABLE = 2, NOT_AN_INSTRUCTION = 3 };
 
 static PyObject *str_version, *str_tensor_version, *str_last, *str_holds, *str_raw, *str_kept,
     *str_tokens, *str_opname, *str_locals, *str_newest, *str_caller, *str_next, *str_size,
-    *str_append;
+    *str_append, *str_keeper, *str_bytes, *str_limits, *str_memory_bytes;
 
 typedef struct {
     PyObject_HEAD
@@ -428,7 +429,22 @@ recorder_record(Recorder *self, PyObject *args)
     Py_ssize_t limit = PyLong_AsSsize_t(size), held = PyObject_Size(self->records);
     if ((limit == -1 || held == -1) && PyErr_Occurred())
         goto done;
-    status = anew || held > limit ? CHECK_BOUNDS : RECORDED;
+    int over = held > limit;
+    if (!over && anew) {
+        /* keep() may have copied a tensor: History._trim's other bound */
+        PyObject *keeper = PyObject_GetAttr(self->history, str_keeper);
+        PyObject *bytes = keeper ? PyObject_GetAttr(keeper, str_bytes) : NULL;
+        PyObject *limits = keeper ? PyObject_GetAttr(keeper, str_limits) : NULL;
+        PyObject *memory = limits ? PyObject_GetAttr(limits, str_memory_bytes) : NULL;
+        over = bytes && memory ? PyObject_RichCompareBool(bytes, memory, Py_GT) : -1;
+        Py_XDECREF(keeper);
+        Py_XDECREF(bytes);
+        Py_XDECREF(limits);
+        Py_XDECREF(memory);
+        if (over < 0)
+            goto done;
+    }
+    status = over ? CHECK_BOUNDS : RECORDED;
     result = PyLong_FromLong(status);
 done:
     PyMem_Free(sources);
@@ -541,7 +557,9 @@ PyInit__history(void)
         intern(&str_kept, "kept") || intern(&str_tokens, "tokens") ||
         intern(&str_opname, "opname") || intern(&str_locals, "locals") ||
         intern(&str_newest, "newest") || intern(&str_caller, "caller") ||
-        intern(&str_next, "_next") || intern(&str_size, "size") || intern(&str_append, "append"))
+        intern(&str_next, "_next") || intern(&str_size, "size") || intern(&str_append, "append") ||
+        intern(&str_keeper, "_keeper") || intern(&str_bytes, "bytes") ||
+        intern(&str_limits, "limits") || intern(&str_memory_bytes, "memory_bytes"))
         return NULL;
     void **api = PyCapsule_Import("dyndbg.cpython._frames.API", 0);
     if (api == NULL)

@@ -84,20 +84,8 @@ decide(InstructionFilter *self, PyObject *code, PyObject *offset)
             goto done;
         }
         Py_INCREF(check);
-        PyObject *held = PyObject_CallMethod(self->lock, "acquire", NULL);
-        int false_here = held == NULL ? -1 : condition_is_false(check, frame, self->conditions);
-        Py_XDECREF(held);
+        int false_here = condition_is_false(check, frame, self->conditions, self->lock);
         Py_DECREF(check);
-        if (held != NULL) {
-            PyObject *type, *value, *tb;
-            PyErr_Fetch(&type, &value, &tb);
-            PyObject *released = PyObject_CallMethod(self->lock, "release", NULL);
-            Py_XDECREF(released);
-            if (type != NULL)
-                PyErr_Restore(type, value, tb);
-            else if (released == NULL)
-                false_here = -1;
-        }
         if (false_here != 1) {
             decided = false_here;
             goto done;
@@ -208,7 +196,8 @@ PyInit__monitoring(void)
 {
     str_detached = PyUnicode_InternFromString("detached");
     str_instruction = PyUnicode_InternFromString("instruction");
-    if (str_detached == NULL || str_instruction == NULL || PyType_Ready(&InstructionFilterType) < 0)
+    if (str_detached == NULL || str_instruction == NULL || recording_init() < 0 ||
+        PyType_Ready(&InstructionFilterType) < 0)
         return NULL;
     return PyModule_Create(&module);
 }

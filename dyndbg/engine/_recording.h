@@ -9,6 +9,48 @@
 #include <Python.h>
 #include <frameobject.h>
 
+/* Attribute and method names, interned once (recording_init). */
+static PyObject *name_acquire, *name_release, *name_enabled, *name_condition, *name_hits,
+    *name_running, *name_outcome, *name_outcome_type;
+
+static int
+recording_init(void)
+{
+    return !(name_acquire = PyUnicode_InternFromString("acquire")) ||
+           !(name_release = PyUnicode_InternFromString("release")) ||
+           !(name_enabled = PyUnicode_InternFromString("enabled")) ||
+           !(name_condition = PyUnicode_InternFromString("condition")) ||
+           !(name_hits = PyUnicode_InternFromString("hits")) ||
+           !(name_running = PyUnicode_InternFromString("running")) ||
+           !(name_outcome = PyUnicode_InternFromString("outcome")) ||
+           !(name_outcome_type = PyUnicode_InternFromString("Outcome")) ? -1 : 0;
+}
+
+/* lock.acquire(); 0, or -1 with an error set */
+static int
+lock_acquire(PyObject *lock)
+{
+    PyObject *held = PyObject_CallMethodNoArgs(lock, name_acquire);
+    Py_XDECREF(held);
+    return held == NULL ? -1 : 0;
+}
+
+/* lock.release(), keeping an error already set (the lock is released after
+ * an error too); 0, or -1 with an error set (the earlier one first) */
+static int
+lock_release(PyObject *lock)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject *released = PyObject_CallMethodNoArgs(lock, name_release);
+    Py_XDECREF(released);
+    if (type != NULL) {
+        PyErr_Restore(type, value, tb);
+        return -1;
+    }
+    return released == NULL ? -1 : 0;
+}
+
 /* 1 if owner.name is true, 0 if not, -1 on an error */
 static int
 attribute_true(PyObject *owner, PyObject *name)
@@ -42,10 +84,8 @@ static int
 record_instruction(PyObject *record, PyObject *frame, PyObject *spec, PyObject *lock,
                    PyObject *after)
 {
-    PyObject *held = PyObject_CallMethod(lock, "acquire", NULL);
-    if (held == NULL)
+    if (lock_acquire(lock) < 0)
         return -1;
-    Py_DECREF(held);
     PyObject *args[] = {frame, spec};
     PyObject *result = PyObject_Vectorcall(record, args, 2, NULL);
     if (result != NULL && PyLong_Check(result) && PyLong_AsLong(result) != 0) {
@@ -54,19 +94,9 @@ record_instruction(PyObject *record, PyObject *frame, PyObject *spec, PyObject *
         if (done == NULL)
             Py_CLEAR(result);
     }
+    int failed = result == NULL;
     Py_XDECREF(result);
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);    /* the lock is released after an error too */
-    PyObject *released = PyObject_CallMethod(lock, "release", NULL);
-    if (type != NULL) {
-        Py_XDECREF(released);
-        PyErr_Restore(type, value, tb);
-        return -1;
-    }
-    if (released == NULL)
-        return -1;
-    Py_DECREF(released);
-    return 0;
+    return lock_release(lock) < 0 || failed ? -1 : 0;
 }
 
 /* The mechanism's _fail(error) with the error set now: control flow (a
@@ -88,25 +118,25 @@ hand_failure(PyObject *fail)
 
 /* obj.name += 1 */
 static int
-add_one(PyObject *owner, const char *name)
+add_one(PyObject *owner, PyObject *name)
 {
-    PyObject *now = PyObject_GetAttrString(owner, name);
+    PyObject *now = PyObject_GetAttr(owner, name);
     if (now == NULL)
         return -1;
     PyObject *next = PyLong_FromLong(PyLong_AsLong(now) + 1);
     Py_DECREF(now);
     if (next == NULL)
         return -1;
-    int failed = PyObject_SetAttrString(owner, name, next);
+    int failed = PyObject_SetAttr(owner, name, next);
     Py_DECREF(next);
     return failed;
 }
 
 /* 1 if the attribute is `value` (the same object), 0 if not, -1 on an error */
 static int
-attribute_is(PyObject *owner, const char *name, PyObject *value)
+attribute_is(PyObject *owner, PyObject *name, PyObject *value)
 {
-    PyObject *now = PyObject_GetAttrString(owner, name);
+    PyObject *now = PyObject_GetAttr(owner, name);
     if (now == NULL)
         return -1;
     int same = now == value;
@@ -119,7 +149,7 @@ attribute_is(PyObject *owner, const char *name, PyObject *value)
 static int
 leave_outcome(PyObject *conditions, PyFrameObject *frame, PyObject *expression, PyObject *error)
 {
-    PyObject *outcome_type = PyObject_GetAttrString(conditions, "Outcome");
+    PyObject *outcome_type = PyObject_GetAttr(conditions, name_outcome_type);
     if (outcome_type == NULL)
         return -1;
     PyObject *fields = Py_BuildValue("(NiOO)", PyLong_FromVoidPtr(frame), PyFrame_GetLasti(frame),
@@ -132,39 +162,38 @@ leave_outcome(PyObject *conditions, PyFrameObject *frame, PyObject *expression, 
     Py_XDECREF(args);
     if (outcome == NULL)
         return -1;
-    int failed = PyObject_SetAttrString(conditions, "outcome", outcome);
+    int failed = PyObject_SetAttr(conditions, name_outcome, outcome);
     Py_DECREF(outcome);
     return failed;
 }
 
 /* A breakpoints.ConditionCheck (breakpoint, location, expression, code) at
  * the frame's instruction, evaluated as Conditions.evaluate does (its
- * `running` set meanwhile). 1: false, the hits counted as hit() counts them;
- * 0: the slow path (the breakpoint changed since, or the condition was true
- * or raised: its Outcome left for hit()); -1: an error. Under the engine lock. */
+ * `running` set meanwhile), under the engine lock. 1: false, the hits
+ * counted as hit() counts them; 0: the slow path (the breakpoint changed
+ * since, or the condition was true or raised: its Outcome left for hit());
+ * -1: an error. */
 static int
-condition_is_false(PyObject *check, PyFrameObject *frame, PyObject *conditions)
+condition_is_false(PyObject *check, PyFrameObject *frame, PyObject *conditions, PyObject *lock)
 {
     if (!PyTuple_Check(check) || PyTuple_GET_SIZE(check) != 4)
         return 0;
     PyObject *bp = PyTuple_GET_ITEM(check, 0), *location = PyTuple_GET_ITEM(check, 1),
              *expression = PyTuple_GET_ITEM(check, 2), *code = PyTuple_GET_ITEM(check, 3);
-    PyObject *enabled_name = PyUnicode_FromString("enabled");
-    if (enabled_name == NULL)
+    if (lock_acquire(lock) < 0)
         return -1;
-    int ready = attribute_true(bp, enabled_name);
+    int ready = attribute_true(bp, name_enabled);
     if (ready == 1 && location != Py_None)
-        ready = attribute_true(location, enabled_name);
-    Py_DECREF(enabled_name);
+        ready = attribute_true(location, name_enabled);
     if (ready == 1)
-        ready = attribute_is(bp, "condition", expression);
+        ready = attribute_is(bp, name_condition, expression);
     if (ready != 1)
-        return ready;
+        return lock_release(lock) < 0 ? -1 : ready;
     PyObject *globals = PyFrame_GetGlobals(frame);
     PyObject *locals = PyFrame_GetLocals(frame);
     int truth = -1;
     if (globals != NULL && locals != NULL &&
-        PyObject_SetAttrString(conditions, "running", Py_True) == 0) {
+        PyObject_SetAttr(conditions, name_running, Py_True) == 0) {
         PyObject *value = PyEval_EvalCode(code, globals, locals);
         truth = value == NULL ? -1 : PyObject_IsTrue(value);
         Py_XDECREF(value);
@@ -178,18 +207,18 @@ condition_is_false(PyObject *check, PyFrameObject *frame, PyObject *conditions)
         if (error != NULL && tb != NULL)
             PyException_SetTraceback(error, tb);
     }
-    int done = PyObject_SetAttrString(conditions, "running", Py_False);
+    int done = PyObject_SetAttr(conditions, name_running, Py_False);
     if (done == 0 && truth == 0) {
-        done = add_one(bp, "hits");
+        done = add_one(bp, name_hits);
         if (done == 0 && location != Py_None)
-            done = add_one(location, "hits");
+            done = add_one(location, name_hits);
     }
     else if (done == 0)
         done = leave_outcome(conditions, frame, expression, error);
     Py_XDECREF(type);
     Py_XDECREF(error);
     Py_XDECREF(tb);
-    if (done < 0)
+    if (lock_release(lock) < 0 || done < 0)
         return -1;
     return truth == 0 ? 1 : 0;
 }

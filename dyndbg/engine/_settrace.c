@@ -31,7 +31,7 @@
 
 #include "_recording.h"
 
-static PyObject *str_detached, *str_call, *str_line, *str_opcode, *str_exception, *str_interrupt_pending,
+static PyObject *str_detached, *str_f_trace, *str_call, *str_line, *str_opcode, *str_exception, *str_interrupt_pending,
     *str_failed_calls, *str_f_trace_lines, *str_f_trace_opcodes, *str_instruction;
 
 /* The event's name is one of the interpreter's interned strings. */
@@ -176,27 +176,13 @@ false_condition(LineFilter *self, PyFrameObject *frame, PyObject *lasti)
     if (detached != 0)
         return detached < 0 ? -1 : 0;
     Py_INCREF(check);
-    PyObject *held = PyObject_CallMethod(self->lock, "acquire", NULL);
-    int false_here = held == NULL ? -1 : condition_is_false(check, frame, self->conditions);
+    int false_here = condition_is_false(check, frame, self->conditions, self->lock);
     Py_DECREF(check);
-    if (held == NULL)
-        return -1;
-    Py_DECREF(held);
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);    /* the lock is released after an error too */
-    PyObject *released = PyObject_CallMethod(self->lock, "release", NULL);
-    Py_XDECREF(released);
-    if (type != NULL) {
-        PyErr_Restore(type, value, tb);
-        return -1;
-    }
-    if (released == NULL)
-        return -1;
     if (false_here != 1)
         return false_here;
     long offset = PyLong_AsLong(lasti);
     if (self->done_from >= 0 && offset >= self->done_from) {
-        PyObject *trace = PyObject_GetAttrString((PyObject *)frame, "f_trace");
+        PyObject *trace = PyObject_GetAttr((PyObject *)frame, str_f_trace);
         int mine = trace == (PyObject *)self;
         Py_XDECREF(trace);
         if (trace == NULL)
@@ -499,7 +485,8 @@ PyInit__settrace(void)
         intern(&str_interrupt_pending, "interrupt_pending") ||
         intern(&str_failed_calls, "failed_calls") || intern(&str_f_trace_lines, "f_trace_lines") ||
         intern(&str_f_trace_opcodes, "f_trace_opcodes") ||
-        intern(&str_instruction, "instruction") || intern(&str_detached, "detached"))
+        intern(&str_instruction, "instruction") || intern(&str_detached, "detached") ||
+        intern(&str_f_trace, "f_trace") || recording_init() < 0)
         return NULL;
     if (PyType_Ready(&CalleeFilterType) < 0 || PyType_Ready(&CallFilterType) < 0 ||
         PyType_Ready(&LineFilterType) < 0 || PyType_Ready(&RecordFilterType) < 0)

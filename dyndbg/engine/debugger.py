@@ -44,6 +44,10 @@ class Frontend(Protocol):
 
 class Engine:
     def __init__(self, frontend: Frontend, force_fallback: bool = False) -> None:
+        # The layout self-check, once, before any event, and before the history
+        # and the tracing mechanism take the compiled core's parts: a compiled
+        # reader that fails it sends the whole process to the Python core.
+        stack_support()
         self.frontend = frontend
         self.registry = Registry()
         self.breakpoints = BreakpointTable(
@@ -70,7 +74,6 @@ class Engine:
 
     # -- life cycle -----------------------------------------------------------
     def start(self) -> None:
-        stack_support()  # the layout self-check, once, before any event
         if cores.note():  # the compiled core was not built, or failed its check
             self.frontend.message(cores.note())
         self.interrupts.install()

@@ -67,7 +67,7 @@ class RecordResult(enum.Enum):
     """What record() did (engine/_history.c returns the same values)."""
 
     RECORDED = 0
-    CHECK_BOUNDS = 1         # recorded; the bounds may be passed
+    CHECK_BOUNDS = 1         # recorded; a bound may be passed (the compiled core: is)
     UNREADABLE = 2           # the frame's slots could not be read
     NOT_AN_INSTRUCTION = 3   # f_lasti is no instruction's start
 
