@@ -395,6 +395,8 @@ recorder_record(Recorder *self, PyObject *args)
     if (stack == NULL || !(caller = PyObject_GetAttr(track, str_caller)))
         goto done;
     globals = PyFrame_GetGlobals((PyFrameObject *)frame);
+    if (globals == NULL)
+        goto done;
     fields = PyTuple_Pack(8, seq, key, entry, instr, stack, local_values, caller, globals);
     if (fields == NULL)
         goto done;
