@@ -174,12 +174,15 @@ def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untype
 
 
 # -- both cores ----------------------------------------------------------------------------
-# The tests that touch tracing, stacks and the history run once a core where
-# the compiled core was built (DYNDBG_CORE, inherited by the programs they
-# start); elsewhere once, on the Python core. test_cores.py compares the two
-# cores' records directly on the corpus.
-BOTH_CORES = {"test_history", "test_stepping", "test_same_stops", "test_mechanisms",
-              "test_tracing", "test_threads", "test_conditions", "test_hostile"}
+# The tests that touch tracing, conditions and the history run once a core
+# where the compiled core was built (DYNDBG_CORE, inherited by the programs
+# they start); elsewhere once, on the Python core. The stacks: test_cores.py
+# reads every instruction's slots of the whole corpus with both readers and
+# compares them and the records (test_stepping, the samples stepped through
+# with the stop display, runs on the compiled core only: it is the suite's
+# longest file, and CI runs the suite on five Pythons).
+BOTH_CORES = {"test_history", "test_same_stops", "test_mechanisms", "test_tracing",
+              "test_threads", "test_conditions", "test_hostile"}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

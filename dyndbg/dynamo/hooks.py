@@ -29,8 +29,9 @@ def current_compile_id() -> str | None:
         return None
 
 
-def shield(*functions: Callable[..., object]) -> None:
-    """Keep dynamo away from these entry points and everything they call.
+def shield(*functions: Callable[..., object] | types.CodeType) -> None:
+    """Keep dynamo away from these entry points (functions, or code objects
+    run by the compiled core) and everything they call.
 
     Dynamo's frame hook stays active inside generated frames, so without
     this it would try to compile dyndbg's trace functions and any user
@@ -43,7 +44,8 @@ def shield(*functions: Callable[..., object]) -> None:
         return
     skip_all = _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP)
     for function in functions:
-        code = getattr(function, "__code__", None) or function.__func__.__code__  # type: ignore[attr-defined]
+        code = function if isinstance(function, types.CodeType) else \
+            getattr(function, "__code__", None) or function.__func__.__code__  # type: ignore[attr-defined]
         set_code_exec_strategy(code, skip_all)
 
 
@@ -68,7 +70,7 @@ class DynamoHooks:
         self._previous_callback = None
 
     # -- installation -----------------------------------------------------
-    def shield(self, *functions: Callable[..., object]) -> None:
+    def shield(self, *functions: Callable[..., object] | types.CodeType) -> None:
         shield(*functions)
 
     def install(self) -> None:

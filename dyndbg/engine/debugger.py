@@ -306,8 +306,11 @@ class Engine:
         the breakpoint's condition itself (breakpoints.condition_checks)."""
         if FAULTS_ON or self._mode.stepping or self.policy.tracing or self.history.on:
             return {}
-        return self.breakpoints.condition_checks(entry, self.info_for(entry),
-                                                 self.conditions.plain_code)
+        checks = self.breakpoints.condition_checks(entry, self.info_for(entry),
+                                                   self.conditions.plain_code)
+        # Evaluated from C, with no shielded Python frame of dyndbg's below.
+        self.hooks.shield(*(check.code for check in checks.values()))
+        return checks
 
     def _read_stack(self, frame: types.FrameType) -> tuple[list[object] | None, str]:
         try:
