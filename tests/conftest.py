@@ -13,9 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from dyndbg import cores
 from listing import Listing, parse_listing
 
 ROOT = Path(__file__).resolve().parent.parent
+_CORE_BUILT = cores.built()
+if not _CORE_BUILT:
+    # No compiled core here (no compiler at install): the programs the tests
+    # start run on the Python core as chosen, without the line that says it
+    # was not built (test_cores checks that line).
+    os.environ.setdefault(cores.CORE_VARIABLE, "python")
 SAMPLES = ROOT / "samples"
 TIMEOUT = 240
 # 3.13 keeps a call's callable below its NULL on the stack (dis shows `g + NULL`);
@@ -187,8 +194,7 @@ BOTH_CORES = {"test_history", "test_same_stops", "test_mechanisms", "test_tracin
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if metafunc.module.__name__ in BOTH_CORES and "dyndbg_core" in metafunc.fixturenames:
-        from dyndbg import cores
-        metafunc.parametrize("dyndbg_core", ["c", "python"] if cores.built() else ["python"],
+        metafunc.parametrize("dyndbg_core", ["c", "python"] if _CORE_BUILT else ["python"],
                              indirect=True, ids=lambda core: f"core={core}")
 
 

@@ -68,7 +68,7 @@ def _without_compiled_core(tmp_path: Path) -> dict[str, str]:
         "import sys\n"
         "sys.modules['dyndbg.cpython._frames'] = None\n"
         "sys.modules['dyndbg.engine._history'] = None\n")
-    return {"PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
+    return {"PYTHONPATH": os.pathsep.join([str(site), str(ROOT)]), "DYNDBG_CORE": None}
 
 
 def test_without_the_compiled_core_one_line_and_the_python_core(tmp_path: Path) -> None:
