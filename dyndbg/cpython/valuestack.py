@@ -269,8 +269,11 @@ def _event_mode(layout: FrameLayout) -> EventMode:
 
 def event_depths(code: types.CodeType) -> dict[int, int] | None:
     """What the compiled reader needs of `code` at events (cpython/_frames.c's
-    read_at_event): its stack depths by offset, None where the top is stored."""
-    return None if _event_mode(_layout()) is EventMode.STORED_TOP else depth_table(code)
+    read_at_event): its stack depths by offset, None where the top is stored
+    (or the stack cannot be read at all: every read then says why)."""
+    if stack_support() is not None or _event_mode(_layout()) is EventMode.STORED_TOP:
+        return None
+    return depth_table(code)
 
 
 def _at_event(frame: types.FrameType, with_locals: bool) -> list[object]:
