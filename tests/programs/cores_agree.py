@@ -81,7 +81,7 @@ def run(program: str) -> None:
         compare_last(frame, before)
 
     def both_fast(frame, spec):  # noqa: ANN001, ANN202
-        """The compiled record the settrace mechanism calls itself (engine.fast_record)."""
+        """The compiled record the tracing mechanism calls itself (engine.fast_record)."""
         counts["fast"] += 1
         before = compare_slots(frame)
         result = compiled_record(frame, spec)
