@@ -271,17 +271,20 @@ def event_depths(code: types.CodeType) -> dict[int, int] | None:
     """What the compiled reader needs of `code` at events (cpython/_frames.c's
     read_at_event): its stack depths by offset, None where the top is stored
     (or the stack cannot be read at all: every read then says why)."""
-    if stack_support() is not None or _event_mode(_layout()) is EventMode.STORED_TOP:
+    if stack_support() is not None:
         return None
-    return depth_table(code)
+    return _depths(_event_mode(_layout()), code)
+
+
+def _depths(mode: EventMode, code: types.CodeType) -> dict[int, int] | None:
+    return None if mode is EventMode.STORED_TOP else depth_table(code)
 
 
 def _at_event(frame: types.FrameType, with_locals: bool) -> list[object]:
     layout = _layout()
     mode = _event_mode(layout)
     if _reader is _read_compiled:
-        depths = None if mode is EventMode.STORED_TOP else depth_table(frame.f_code)
-        return _frames.read_at_event(frame, depths, with_locals)
+        return _frames.read_at_event(frame, _depths(mode, frame.f_code), with_locals)
     if mode is EventMode.STORED_TOP:
         return _read_stack_with(layout, frame, with_locals=with_locals)
     depth = depth_before(frame.f_code, frame.f_lasti)

@@ -9,7 +9,6 @@ user code (a __repr__) runs on this hot path.
 """
 from __future__ import annotations
 
-import itertools
 import operator
 import types
 import weakref
