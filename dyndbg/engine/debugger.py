@@ -286,12 +286,17 @@ class Engine:
         one was handled): the next exception is a new one."""
         self._stopped_exception = None
 
+    def _continuing_untraced(self) -> bool:
+        """Neither stepping nor `trace on` (nor fault injection): the compiled
+        core may answer an instruction without on_instruction."""
+        return not (FAULTS_ON or self._mode.stepping or self.policy.tracing)
+
     def fast_record(self, entry: GeneratedCode) -> FastRecord | None:
         """While the engine only records (`record on`, continuing, no trace):
         what a compiled tracing mechanism needs to record the entry's
         instructions itself, sending only the armed ones to on_instruction.
         None otherwise, or on the Python core."""
-        if FAULTS_ON or not self.history.on or self._mode.stepping or self.policy.tracing:
+        if not self._continuing_untraced() or not self.history.on:
             return None
         record = self.history.compiled_record
         if record is None:
@@ -304,7 +309,7 @@ class Engine:
         """While the engine neither steps nor records nor traces: the armed
         offsets of the entry's code where a compiled mechanism may evaluate
         the breakpoint's condition itself (breakpoints.condition_checks)."""
-        if FAULTS_ON or self._mode.stepping or self.policy.tracing or self.history.on:
+        if not self._continuing_untraced() or self.history.on:
             return {}
         checks = self.breakpoints.condition_checks(entry, self.info_for(entry),
                                                    self.conditions.plain_code)
