@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from dyndbg import cores
 from dyndbg.cpython import NULL, StackUnavailable
-from dyndbg.engine.recorded_values import VOLATILE, Limits, ValueKeeper, _Copy, slot_sources
+from dyndbg.engine.recorded_values import (AS_IS, VOLATILE, Limits, ValueKeeper, _Copy,
+                                           slot_sources)
 
 compiled = cores.history()
 needs_c = pytest.mark.skipif(compiled is None, reason=f"no compiled core here: {cores.note()}")
@@ -30,7 +31,7 @@ class _Token:
 
 def _recorder():  # noqa: ANN202
     return compiled.Recorder(None, collections.deque(), {}, print, print, tuple,
-                             frozenset(), NULL, StackUnavailable, _Copy, VOLATILE)
+                             frozenset(), NULL, StackUnavailable, _Copy, VOLATILE, AS_IS)
 
 
 def _world(draw_tokens: list[int], seq: int):  # noqa: ANN202

@@ -104,6 +104,26 @@ def test_ring_buffer_keeps_the_newest_records() -> None:
     assert history[-1].instr.opname.startswith("RETURN")
 
 
+@pytest.mark.skipif(History()._recorder is None, reason="no compiled core here")
+def test_compiled_core_trims_as_the_python_core() -> None:
+    """The compiled record drops past record-size itself and leaves the sweep
+    of the keeper's copies to History._trim: the same records, drops and
+    copies as the Python core's, over more drops than a sweep waits for."""
+    histories = []
+    for compiled in (True, False):
+        history = History()
+        if not compiled:
+            history._recorder = None       # the pure-Python core's record
+        history.resize(25)
+        t = torch.ones(3)
+        _record_every_instruction(history, lambda t=t: _work(t, 400))
+        histories.append(history)
+    c, python = (h.info() for h in histories)
+    assert c == python and c.dropped > 1024 and c.records == 25
+    assert c.copies < 25            # swept: no copy of a version no record holds
+    assert [r.seq for r in histories[0]] == [r.seq for r in histories[1]]
+
+
 def test_memory_bound_drops_records_and_their_copies() -> None:
     history = History()
     history.memory = 64 * 1024            # copies of at most 4 KB each

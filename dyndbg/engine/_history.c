@@ -21,7 +21,8 @@ enum { RECORDED = 0, CHECK_BOUNDS = 1, UNREADABLE = 2, NOT_AN_INSTRUCTION = 3 };
 
 static PyObject *str_version, *str_tensor_version, *str_last, *str_holds, *str_raw, *str_kept,
     *str_tokens, *str_opname, *str_locals, *str_newest, *str_caller, *str_next, *str_size,
-    *str_append, *str_keeper, *str_bytes, *str_limits, *str_memory_bytes;
+    *str_append, *str_keeper, *str_bytes, *str_limits, *str_memory_bytes, *str_popleft,
+    *str_dropped, *str_dropped_since_sweep, *str_sweep_after;
 
 typedef struct {
     PyObject_HEAD
@@ -36,6 +37,7 @@ typedef struct {
     PyObject *unavailable;      /* cpython.StackUnavailable */
     PyObject *copy_type;        /* recorded_values._Copy */
     PyObject *volatile_token;   /* recorded_values.VOLATILE */
+    PyObject *as_is;            /* recorded_values.AS_IS: kept as they are, no token */
 } Recorder;
 
 static int
@@ -52,6 +54,7 @@ recorder_traverse(Recorder *self, visitproc visit, void *arg)
     Py_VISIT(self->unavailable);
     Py_VISIT(self->copy_type);
     Py_VISIT(self->volatile_token);
+    Py_VISIT(self->as_is);
     return 0;
 }
 
@@ -69,6 +72,7 @@ recorder_clear(Recorder *self)
     Py_CLEAR(self->unavailable);
     Py_CLEAR(self->copy_type);
     Py_CLEAR(self->volatile_token);
+    Py_CLEAR(self->as_is);
     return 0;
 }
 
@@ -85,11 +89,11 @@ recorder_init(Recorder *self, PyObject *args, PyObject *kwargs)
 {
     static char *names[] = {"history", "records", "tracks", "new_track", "keep", "record_type",
                             "settled_after", "null", "unavailable", "copy_type", "volatile",
-                            NULL};
-    PyObject *v[11];
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OOOOOOOO", names, &v[0], &v[1],
+                            "as_is", NULL};
+    PyObject *v[12];
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OOOOOOOOO!", names, &v[0], &v[1],
                                      &PyDict_Type, &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
-                                     &v[8], &v[9], &v[10]))
+                                     &v[8], &v[9], &v[10], &PyFrozenSet_Type, &v[11]))
         return -1;
     recorder_clear(self);
     self->history = Py_NewRef(v[0]);
@@ -103,6 +107,7 @@ recorder_init(Recorder *self, PyObject *args, PyObject *kwargs)
     self->unavailable = Py_NewRef(v[8]);
     self->copy_type = Py_NewRef(v[9]);
     self->volatile_token = Py_NewRef(v[10]);
+    self->as_is = Py_NewRef(v[11]);
     return 0;
 }
 
@@ -219,9 +224,19 @@ keep_all(Recorder *self, PyObject *values, PyObject *kept, PyObject *tokens,
             token = Py_NewRef(PyList_GET_ITEM(old_tokens, j));
         }
         else {
+            PyObject *value = PyList_GET_ITEM(values, i);
+            int as_is = PySet_Contains(self->as_is, (PyObject *)Py_TYPE(value));
+            if (as_is < 0) {
+                failed = 1;
+                break;
+            }
+            if (as_is) {    /* ValueKeeper.keep's first case, without the Python call */
+                kept_value = Py_NewRef(value);
+                token = Py_NewRef(Py_None);
+                goto store;
+            }
             *anew = 1;
-            PyObject *pair = PyObject_CallFunctionObjArgs(self->keep, PyList_GET_ITEM(values, i),
-                                                          seq, NULL);
+            PyObject *pair = PyObject_CallFunctionObjArgs(self->keep, value, seq, NULL);
             if (pair == NULL || !PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
                 if (pair != NULL)
                     PyErr_SetString(PyExc_TypeError, "history: keep() gave no pair");
@@ -233,6 +248,7 @@ keep_all(Recorder *self, PyObject *values, PyObject *kept, PyObject *tokens,
             token = Py_NewRef(PyTuple_GET_ITEM(pair, 1));
             Py_DECREF(pair);
         }
+    store:
         if (i < PyList_GET_SIZE(kept) && i < PyList_GET_SIZE(tokens)) {
             PyList_SetItem(kept, i, kept_value);    /* steals */
             PyList_SetItem(tokens, i, token);
@@ -279,16 +295,59 @@ untrack(PyObject *object)
         PyObject_GC_UnTrack(object);
 }
 
+/* owner.name += n */
+static int
+add_to(PyObject *owner, PyObject *name, Py_ssize_t n)
+{
+    PyObject *now = PyObject_GetAttr(owner, name);
+    if (now == NULL)
+        return -1;
+    Py_ssize_t value = PyLong_AsSsize_t(now);
+    Py_DECREF(now);
+    if (value == -1 && PyErr_Occurred())
+        return -1;
+    PyObject *next = PyLong_FromSsize_t(value + n);
+    if (next == NULL)
+        return -1;
+    int failed = PyObject_SetAttr(owner, name, next);
+    Py_DECREF(next);
+    return failed;
+}
+
+/* 1 if owner.a > owner.b, 0 if not, -1 on an error */
+static int
+attribute_greater(PyObject *owner, PyObject *a, PyObject *b)
+{
+    PyObject *left = PyObject_GetAttr(owner, a);
+    PyObject *right = left ? PyObject_GetAttr(owner, b) : NULL;
+    int greater = right ? PyObject_RichCompareBool(left, right, Py_GT) : -1;
+    Py_XDECREF(left);
+    Py_XDECREF(right);
+    return greater;
+}
+
 /* record(frame, spec) -> RecordResult value; spec = (entry, instructions by
  * offset, number of local slots, celled slot indices, depths or None). */
 static PyObject *
-recorder_record(Recorder *self, PyObject *args)
+recorder_record(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    PyObject *frame, *entry, *instructions, *celled, *depths;
-    Py_ssize_t names;
-    if (!PyArg_ParseTuple(args, "O!(OO!nO!O)", &PyFrame_Type, &frame, &entry, &PyDict_Type,
-                          &instructions, &names, &PyTuple_Type, &celled, &depths))
+    /* The spec is a NamedTuple: read as a tuple (PyArg_ParseTuple's "(...)"
+     * reads a tuple subclass through __getitem__, a Python call an item). */
+    if (nargs != 2 || !PyFrame_Check(args[0]) || !PyTuple_Check(args[1]) ||
+        PyTuple_GET_SIZE(args[1]) != 5) {
+        PyErr_SetString(PyExc_TypeError, "record(frame, spec): spec is a 5-tuple");
         return NULL;
+    }
+    PyObject *frame = args[0], *spec = args[1];
+    PyObject *entry = PyTuple_GET_ITEM(spec, 0), *instructions = PyTuple_GET_ITEM(spec, 1),
+        *celled = PyTuple_GET_ITEM(spec, 3), *depths = PyTuple_GET_ITEM(spec, 4);
+    Py_ssize_t names = PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, 2));
+    if (names == -1 && PyErr_Occurred())
+        return NULL;
+    if (!PyDict_Check(instructions) || !PyTuple_Check(celled)) {
+        PyErr_SetString(PyExc_TypeError, "record(frame, spec): a spec field's type is wrong");
+        return NULL;
+    }
     PyObject *result = NULL, *slots = NULL, *key = NULL, *track = NULL, *seq = NULL,
         *previous = NULL, *kept = NULL, *tokens = NULL, *opname = NULL, *local_values = NULL,
         *stack = NULL, *caller = NULL, *globals = NULL, *fields = NULL, *record = NULL,
@@ -431,7 +490,23 @@ recorder_record(Recorder *self, PyObject *args)
     Py_ssize_t limit = PyLong_AsSsize_t(size), held = PyObject_Size(self->records);
     if ((limit == -1 || held == -1) && PyErr_Occurred())
         goto done;
-    int over = held > limit;
+    int over = 0;
+    if (held > limit && limit >= 0) {
+        /* History._drop(held - limit) here, without a Python call; the
+         * sweep it leads to stays History._trim's (CHECK_BOUNDS when due). */
+        for (Py_ssize_t k = limit; k < held; k++) {
+            PyObject *gone = PyObject_CallMethodNoArgs(self->records, str_popleft);
+            if (gone == NULL)
+                goto done;
+            Py_DECREF(gone);
+        }
+        if (add_to(self->history, str_dropped, held - limit) < 0 ||
+            add_to(self->history, str_dropped_since_sweep, held - limit) < 0)
+            goto done;
+        over = attribute_greater(self->history, str_dropped_since_sweep, str_sweep_after);
+        if (over < 0)
+            goto done;
+    }
     if (!over && anew) {
         /* keep() may have copied a tensor: History._trim's other bound */
         PyObject *keeper = PyObject_GetAttr(self->history, str_keeper);
@@ -518,7 +593,7 @@ static PyMethodDef module_methods[] = {
 };
 
 static PyMethodDef recorder_methods[] = {
-    {"record", (PyCFunction)recorder_record, METH_VARARGS,
+    {"record", (PyCFunction)(void (*)(void))recorder_record, METH_FASTCALL,
      "record(frame, spec) -> RecordResult value (history.py)"},
     {"slot_sources", (PyCFunction)recorder_slot_sources, METH_VARARGS,
      "slot_sources(values, previous, tokens, settled, seq) -> [i, j, ...]"},
@@ -561,7 +636,10 @@ PyInit__history(void)
         intern(&str_newest, "newest") || intern(&str_caller, "caller") ||
         intern(&str_next, "_next") || intern(&str_size, "size") || intern(&str_append, "append") ||
         intern(&str_keeper, "_keeper") || intern(&str_bytes, "bytes") ||
-        intern(&str_limits, "limits") || intern(&str_memory_bytes, "memory_bytes"))
+        intern(&str_limits, "limits") || intern(&str_memory_bytes, "memory_bytes") ||
+        intern(&str_popleft, "popleft") || intern(&str_dropped, "dropped") ||
+        intern(&str_dropped_since_sweep, "_dropped_since_sweep") ||
+        intern(&str_sweep_after, "_sweep_after"))
         return NULL;
     void **api = PyCapsule_Import("dyndbg.cpython._frames.API", 0);
     if (api == NULL)

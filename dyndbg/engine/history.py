@@ -20,7 +20,8 @@ from dyndbg.cpython import (NULL, StackUnavailable, event_depths, instruction_st
 from dyndbg.cpython.opcodes import KEEPS_VALUES_OPNAMES
 from dyndbg.dynamo import GeneratedCode
 from dyndbg.engine.codeinfo import CodeInfo, Instr
-from dyndbg.engine.recorded_values import TOKEN_CHECKS, VOLATILE, Limits, ValueKeeper, _Copy
+from dyndbg.engine.recorded_values import (AS_IS, TOKEN_CHECKS, VOLATILE, Limits, ValueKeeper,
+                                           _Copy)
 
 DEFAULT_SIZE = 300_000               # records
 DEFAULT_COPY_LIMIT = 65_536          # elements of a tensor copied
@@ -102,6 +103,12 @@ def slot_names_of(entry: GeneratedCode) -> tuple[tuple[str, ...], frozenset[int]
     return names
 
 
+def _sweep_after(size: int) -> int:
+    """How many records are dropped before the keeper forgets the copies that
+    only they held (a sweep walks every copy: not at each drop)."""
+    return max(1024, size // 16)
+
+
 class _Track:
     """A live recorded frame: its slots at its newest record and what was
     kept of them (the next record reuses what did not change)."""
@@ -122,6 +129,7 @@ class History:
     def __init__(self) -> None:
         self.on = False
         self.size = DEFAULT_SIZE
+        self._sweep_after = _sweep_after(DEFAULT_SIZE)
         self._records: collections.deque[Record] = collections.deque()
         self._keeper = ValueKeeper(Limits(DEFAULT_COPY_LIMIT, DEFAULT_MEMORY))
         self._next = 0
@@ -132,7 +140,7 @@ class History:
         compiled = cores.history()
         self._recorder = None if compiled is None else compiled.Recorder(
             self, self._records, self._tracks, self._new_track, self._keeper.keep, Record,
-            KEEPS_VALUES_OPNAMES, NULL, StackUnavailable, _Copy, VOLATILE)
+            KEEPS_VALUES_OPNAMES, NULL, StackUnavailable, _Copy, VOLATILE, AS_IS)
 
     # -- settings -------------------------------------------------------------------
     @property
@@ -154,6 +162,7 @@ class History:
 
     def resize(self, size: int) -> None:
         self.size = size
+        self._sweep_after = _sweep_after(size)
         self._trim()
 
     # -- recording (the hot path) ------------------------------------------------------
@@ -188,7 +197,8 @@ class History:
     def after_record(self, result: int) -> None:
         """What a record() result other than RECORDED asks for."""
         if result == _CHECK_BOUNDS:
-            if len(self._records) > self.size or self._keeper.bytes > self.memory:
+            if len(self._records) > self.size or self._keeper.bytes > self.memory or \
+                    self._dropped_since_sweep > self._sweep_after:
                 self._trim()
         elif result == _UNREADABLE:
             self.unreadable += 1
@@ -265,7 +275,7 @@ class History:
         while self._keeper.bytes > self.memory and records:
             self._drop(max(1, len(records) // 16))
             self._sweep()
-        if self._dropped_since_sweep > max(1024, self.size // 16):
+        if self._dropped_since_sweep > self._sweep_after:
             self._sweep()
 
     def _drop(self, count: int) -> None:
