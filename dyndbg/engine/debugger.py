@@ -16,10 +16,11 @@ from dyndbg.cpython import StackUnavailable, argument_names, read_value_stack, s
 from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
 from dyndbg.dynamo.edits import EDITS
 from dyndbg.dynamo.markers import torch_has_marker
-from dyndbg.engine.breakpoints import BreakpointTable, ConditionCheck
+from dyndbg.engine.breakpoints import BreakpointTable
 from dyndbg.engine.codeinfo import CodeInfo, Instr, code_info
 from dyndbg.engine.conditions import Conditions
 from dyndbg.engine.control import ConditionInterrupted, DyndbgQuit
+from dyndbg.engine.fast_paths import FastPaths
 from dyndbg.engine.history import History
 from dyndbg.engine.interrupts import Interrupts
 from dyndbg.engine.modes import Mode, StepKind
@@ -27,7 +28,7 @@ from dyndbg.engine.policy import TracePolicy, keeps_arguments
 from dyndbg.engine.postmortem import FailureLog, post_mortem_stop
 from dyndbg.engine.snapshots import Snapshots
 from dyndbg.engine.stop import Stop, StopReason, TraceEvent, TraceKind, frame_event
-from dyndbg.engine.tracer import FastRecord, Tracer, make_tracer
+from dyndbg.engine.tracer import Tracer, make_tracer
 from dyndbg.faults import FAULTS_ON, maybe_fault
 
 __all__ = ["ConditionInterrupted", "DyndbgQuit", "Engine", "Frontend"]
@@ -66,6 +67,8 @@ class Engine:
         self.snapshots = Snapshots()    # the stacks read, for exception stops and `up`
         self.failures = FailureLog()                   # for post_mortem()
         self.history = History()                       # `record on`: what ran, to step back
+        self.fast_paths = FastPaths(lambda: self._mode.stepping, self.policy, self.history,
+                                    self.breakpoints, self.conditions, self.hooks, self.info_for)
         self._entry_locals: dict[int, dict] = {}       # id(frame) -> its arguments at the start
         self._stopped_in: set[int] = set()             # ids of live frames that have stopped
         self.at_prompt = False
@@ -285,37 +288,6 @@ class Engine:
         """No traced generated frame is running (or the exception that stopped
         one was handled): the next exception is a new one."""
         self._stopped_exception = None
-
-    def _continuing_untraced(self) -> bool:
-        """Neither stepping nor `trace on` (nor fault injection): the compiled
-        core may answer an instruction without on_instruction."""
-        return not (FAULTS_ON or self._mode.stepping or self.policy.tracing)
-
-    def fast_record(self, entry: GeneratedCode) -> FastRecord | None:
-        """While the engine only records (`record on`, continuing, no trace):
-        what a compiled tracing mechanism needs to record the entry's
-        instructions itself, sending only the armed ones to on_instruction.
-        None otherwise, or on the Python core."""
-        if not self._continuing_untraced() or not self.history.on:
-            return None
-        record = self.history.compiled_record
-        if record is None:
-            return None
-        info = self.info_for(entry)
-        return FastRecord(record, self.history.spec(entry, info),
-                          self.breakpoints.armed(entry, info), self.history.after_record)
-
-    def condition_checks(self, entry: GeneratedCode) -> dict[int, ConditionCheck]:
-        """While the engine neither steps nor records nor traces: the armed
-        offsets of the entry's code where a compiled mechanism may evaluate
-        the breakpoint's condition itself (breakpoints.condition_checks)."""
-        if not self._continuing_untraced() or self.history.on:
-            return {}
-        checks = self.breakpoints.condition_checks(entry, self.info_for(entry),
-                                                   self.conditions.plain_code)
-        # Evaluated from C, with no shielded Python frame of dyndbg's below.
-        self.hooks.shield(*(check.code for check in checks.values()))
-        return checks
 
     def _read_stack(self, frame: types.FrameType) -> tuple[list[object] | None, str]:
         try:

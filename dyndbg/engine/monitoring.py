@@ -273,7 +273,7 @@ class MonitoringTracer:
     def _fast_entry(self, code: types.CodeType) -> tuple:
         """What the compiled callback needs for `code` (engine/_monitoring.c):
         (record, spec, slow offsets, after, {}) while the engine only records
-        (engine.fast_record), (None, None, slow offsets, None, condition
+        (engine.fast_paths.record), (None, None, slow offsets, None, condition
         checks) while it does not step, or () where the engine sees every
         instruction. Slow offsets go to _on_instruction."""
         entry, known = self._generated.get(id(code)), self._traced.get(id(code))
@@ -282,12 +282,12 @@ class MonitoringTracer:
         slow = known.armed
         if CALL_EVENT_MISSES_FUNCTION_EX and known.needs.resume_calls:
             slow |= frozenset(self._function_ex_calls(code))
-        fast = self.sink.fast_record(entry)
+        fast = self.sink.fast_paths.record(entry)
         if fast is not None:
             return (fast.record, fast.spec, slow | frozenset(fast.armed), fast.after, {})
         if self.policy.stepping:
             return ()
-        checks = self.sink.condition_checks(entry)
+        checks = self.sink.fast_paths.condition_checks(entry)
         return (None, None, slow - checks.keys() | known.watched_calls, None, checks)
 
     def _before_function_ex(self, code: types.CodeType, offset: int,

@@ -222,7 +222,7 @@ class SettraceTracer:
         """The compiled core's trace function for a frame the engine only
         records, or None. Not while a line event's stop is pending its
         opcode event (_dispatch skips that one)."""
-        fast = self.sink.fast_record(entry)
+        fast = self.sink.fast_paths.record(entry)
         line_handled = self._thread.line_handled
         if fast is None or line_handled is not None and line_handled[0] == id(frame):
             return None
@@ -354,7 +354,7 @@ class SettraceTracer:
         done_from = -1 if plan.loops else plan.last_armed
         installed = self._compiled.line_filter(
             offsets, hot_lines, line_of, bool(plan.all_opcodes), done_from,
-            self.sink.condition_checks(entry), self.sink.conditions, ENGINE_LOCK, self.sink,
+            self.sink.fast_paths.condition_checks(entry), self.sink.conditions, ENGINE_LOCK, self.sink,
             self._release, events, tracer)
         return installed
 

@@ -17,6 +17,7 @@ from dyndbg.cpython.tracing import monitoring_available, monitoring_tool_holder
 if TYPE_CHECKING:
     from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
     from dyndbg.engine.conditions import Conditions
+    from dyndbg.engine.fast_paths import FastPaths
     from dyndbg.engine.policy import TracePolicy
 
 # DYNDBG_TRACER=settrace forces the sys.settrace mechanism where sys.monitoring
@@ -25,7 +26,7 @@ TRACER_VARIABLE = "DYNDBG_TRACER"
 
 
 class FastRecord(NamedTuple):
-    """EventSink.fast_record: recording one code's instructions in the
+    """FastPaths.record: recording one code's instructions in the
     mechanism, without the engine (the compiled core)."""
 
     record: Callable[[types.FrameType, object], int]   # History's compiled record(frame, spec)
@@ -43,6 +44,7 @@ class EventSink(Protocol):
     hooks: "DynamoHooks"
     policy: "TracePolicy"
     conditions: "Conditions"
+    fast_paths: "FastPaths"     # what the compiled core may do without the engine
     detached: bool
 
     def on_frame_start(self, frame: types.FrameType) -> None: ...
@@ -52,8 +54,6 @@ class EventSink(Protocol):
     def on_idle(self) -> None: ...
     def forget(self, frame: types.FrameType) -> None: ...
     def on_call_failed(self, caller: types.FrameType) -> None: ...
-    def fast_record(self, entry: "GeneratedCode") -> FastRecord | None: ...
-    def condition_checks(self, entry: "GeneratedCode") -> dict: ...
     def internal_error(self, where: str, error: BaseException) -> None: ...
 
 

@@ -81,7 +81,7 @@ def run(program: str) -> None:
         compare_last(frame, before)
 
     def both_fast(frame, spec):  # noqa: ANN001, ANN202
-        """The compiled record the tracing mechanism calls itself (engine.fast_record)."""
+        """The compiled record the tracing mechanism calls itself (engine.fast_paths.record)."""
         counts["fast"] += 1
         before = compare_slots(frame)
         result = compiled_record(frame, spec)
@@ -121,13 +121,13 @@ def run(program: str) -> None:
         shadow.pause()
 
     live.record, live.frame_done, live.pause = both_record, both_done, both_pause
-    compiled_record, fast_record = live.compiled_record, engine.fast_record
+    compiled_record, fast_record = live.compiled_record, engine.fast_paths.record
 
     def fast(entry):  # noqa: ANN001, ANN202
         found = fast_record(entry)
         return None if found is None else found._replace(record=both_fast)
 
-    engine.fast_record = fast
+    engine.fast_paths.record = fast
     # Called from the compiled trace function: dynamo must not compile them.
     engine.hooks.shield(both_fast, compare_slots, compare_last, python_reader)
     sys.argv = [program]

@@ -1,0 +1,70 @@
+"""What the compiled core's trace functions may do without the engine's
+Python code, granted per generated code when a tracing mechanism asks
+(settrace.py, monitoring.py):
+
+- `record`: while the engine only records (`record on`, continuing, no
+  trace), record each instruction with History's compiled record; only the
+  armed offsets still go to Engine.on_instruction.
+- `condition_checks`: while the engine neither steps nor records nor
+  traces, evaluate a lone breakpoint's condition and count the hit when it
+  is false (breakpoints.condition_checks).
+
+Nothing is granted on the Python core, nor while the engine must see every
+instruction (stepping, `trace on`, fault injection).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from dyndbg.engine.breakpoints import BreakpointTable, ConditionCheck
+from dyndbg.engine.codeinfo import CodeInfo
+from dyndbg.engine.conditions import Conditions
+from dyndbg.engine.history import History
+from dyndbg.engine.policy import TracePolicy
+from dyndbg.engine.tracer import FastRecord
+from dyndbg.faults import FAULTS_ON
+
+if TYPE_CHECKING:
+    from dyndbg.dynamo import DynamoHooks, GeneratedCode
+
+
+class FastPaths:
+    def __init__(self, stepping: Callable[[], bool], policy: TracePolicy, history: History,
+                 breakpoints: BreakpointTable, conditions: Conditions, hooks: "DynamoHooks",
+                 info_for: Callable[["GeneratedCode"], CodeInfo]) -> None:
+        self._stepping = stepping           # the engine's mode steps
+        self._policy = policy
+        self._history = history
+        self._breakpoints = breakpoints
+        self._conditions = conditions
+        self._hooks = hooks
+        self._info_for = info_for
+
+    def _continuing_untraced(self) -> bool:
+        """Neither stepping nor `trace on` (nor fault injection): an
+        instruction may be answered without Engine.on_instruction."""
+        return not (FAULTS_ON or self._stepping() or self._policy.tracing)
+
+    def record(self, entry: "GeneratedCode") -> FastRecord | None:
+        """What a compiled mechanism needs to record the entry's instructions
+        itself, sending only the armed ones to on_instruction; None when it
+        may not, or on the Python core."""
+        if not self._continuing_untraced() or not self._history.on:
+            return None
+        record = self._history.compiled_record
+        if record is None:
+            return None
+        info = self._info_for(entry)
+        return FastRecord(record, self._history.spec(entry, info),
+                          self._breakpoints.armed(entry, info), self._history.after_record)
+
+    def condition_checks(self, entry: "GeneratedCode") -> dict[int, ConditionCheck]:
+        """The armed offsets of the entry's code where a compiled mechanism
+        may evaluate the breakpoint's condition itself; empty when it may not."""
+        if not self._continuing_untraced() or self._history.on:
+            return {}
+        checks = self._breakpoints.condition_checks(entry, self._info_for(entry),
+                                                    self._conditions.plain_code)
+        # Evaluated from C, with no shielded Python frame of dyndbg's below.
+        self._hooks.shield(*(check.code for check in checks.values()))
+        return checks
