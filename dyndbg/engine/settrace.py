@@ -354,8 +354,8 @@ class SettraceTracer:
         done_from = -1 if plan.loops else plan.last_armed
         installed = self._compiled.line_filter(
             offsets, hot_lines, line_of, bool(plan.all_opcodes), done_from,
-            self.sink.fast_paths.condition_checks(entry), self.sink.conditions, ENGINE_LOCK, self.sink,
-            self._release, events, tracer)
+            self.sink.fast_paths.condition_checks(entry), self.sink.conditions, ENGINE_LOCK,
+            self.sink, self._release, events, tracer)
         return installed
 
     def _dispatch(self, frame: types.FrameType, event: str, arg: object) -> None:
