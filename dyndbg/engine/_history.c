@@ -12,6 +12,8 @@
 #include <Python.h>
 #include <frameobject.h>
 
+#include "_attributes.h"
+
 typedef PyObject *(*read_at_event_fn)(PyObject *frame, PyObject *depths, int with_locals);
 static read_at_event_fn read_at_event;
 
@@ -295,37 +297,6 @@ untrack(PyObject *object)
         PyObject_GC_UnTrack(object);
 }
 
-/* owner.name += n */
-static int
-add_to(PyObject *owner, PyObject *name, Py_ssize_t n)
-{
-    PyObject *now = PyObject_GetAttr(owner, name);
-    if (now == NULL)
-        return -1;
-    Py_ssize_t value = PyLong_AsSsize_t(now);
-    Py_DECREF(now);
-    if (value == -1 && PyErr_Occurred())
-        return -1;
-    PyObject *next = PyLong_FromSsize_t(value + n);
-    if (next == NULL)
-        return -1;
-    int failed = PyObject_SetAttr(owner, name, next);
-    Py_DECREF(next);
-    return failed;
-}
-
-/* 1 if owner.a > owner.b, 0 if not, -1 on an error */
-static int
-attribute_greater(PyObject *owner, PyObject *a, PyObject *b)
-{
-    PyObject *left = PyObject_GetAttr(owner, a);
-    PyObject *right = left ? PyObject_GetAttr(owner, b) : NULL;
-    int greater = right ? PyObject_RichCompareBool(left, right, Py_GT) : -1;
-    Py_XDECREF(left);
-    Py_XDECREF(right);
-    return greater;
-}
-
 /* record(frame, spec) -> RecordResult value; spec = (entry, instructions by
  * offset, number of local slots, celled slot indices, depths or None). */
 static PyObject *
@@ -500,8 +471,8 @@ recorder_record(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
                 goto done;
             Py_DECREF(gone);
         }
-        if (add_to(self->history, str_dropped, held - limit) < 0 ||
-            add_to(self->history, str_dropped_since_sweep, held - limit) < 0)
+        if (attribute_add(self->history, str_dropped, held - limit) < 0 ||
+            attribute_add(self->history, str_dropped_since_sweep, held - limit) < 0)
             goto done;
         over = attribute_greater(self->history, str_dropped_since_sweep, str_sweep_after);
         if (over < 0)

@@ -9,6 +9,8 @@
 #include <Python.h>
 #include <frameobject.h>
 
+#include "_attributes.h"
+
 /* Attribute and method names, interned once (recording_init). */
 static PyObject *name_acquire, *name_release, *name_enabled, *name_condition, *name_hits,
     *name_running, *name_outcome, *name_outcome_type;
@@ -49,18 +51,6 @@ lock_release(PyObject *lock)
         return -1;
     }
     return released == NULL ? -1 : 0;
-}
-
-/* 1 if owner.name is true, 0 if not, -1 on an error */
-static int
-attribute_true(PyObject *owner, PyObject *name)
-{
-    PyObject *value = PyObject_GetAttr(owner, name);
-    if (value == NULL)
-        return -1;
-    int truth = PyObject_IsTrue(value);
-    Py_DECREF(value);
-    return truth;
 }
 
 /* events[kind] += 1 on the mechanism's Counter */
@@ -114,34 +104,6 @@ hand_failure(PyObject *fail)
     Py_XDECREF(value);
     Py_XDECREF(tb);
     return handled;
-}
-
-/* obj.name += 1 */
-static int
-add_one(PyObject *owner, PyObject *name)
-{
-    PyObject *now = PyObject_GetAttr(owner, name);
-    if (now == NULL)
-        return -1;
-    PyObject *next = PyLong_FromLong(PyLong_AsLong(now) + 1);
-    Py_DECREF(now);
-    if (next == NULL)
-        return -1;
-    int failed = PyObject_SetAttr(owner, name, next);
-    Py_DECREF(next);
-    return failed;
-}
-
-/* 1 if the attribute is `value` (the same object), 0 if not, -1 on an error */
-static int
-attribute_is(PyObject *owner, PyObject *name, PyObject *value)
-{
-    PyObject *now = PyObject_GetAttr(owner, name);
-    if (now == NULL)
-        return -1;
-    int same = now == value;
-    Py_DECREF(now);
-    return same;
 }
 
 /* Conditions.evaluate's Outcome (frame id, lasti, expression, error or None)
@@ -209,9 +171,9 @@ condition_is_false(PyObject *check, PyFrameObject *frame, PyObject *conditions, 
     }
     int done = PyObject_SetAttr(conditions, name_running, Py_False);
     if (done == 0 && truth == 0) {
-        done = add_one(bp, name_hits);
+        done = attribute_add(bp, name_hits, 1);
         if (done == 0 && location != Py_None)
-            done = add_one(location, name_hits);
+            done = attribute_add(location, name_hits, 1);
     }
     else if (done == 0)
         done = leave_outcome(conditions, frame, expression, error);
