@@ -8,6 +8,7 @@ import sys
 import pytest
 import torch
 
+from dyndbg import cores
 from dyndbg.cpython.tracing import prepare_settrace
 from dyndbg.dynamo.registry import GeneratedCode
 from dyndbg.engine.codeinfo import code_info
@@ -104,7 +105,7 @@ def test_ring_buffer_keeps_the_newest_records() -> None:
     assert history[-1].instr.opname.startswith("RETURN")
 
 
-@pytest.mark.skipif(History()._recorder is None, reason="no compiled core here")
+@pytest.mark.skipif(cores.history() is None, reason="no compiled core here")
 def test_compiled_core_trims_as_the_python_core() -> None:
     """The compiled record drops past record-size itself and leaves the sweep
     of the keeper's copies to History._trim: the same records, drops and
