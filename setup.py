@@ -7,7 +7,8 @@ from setuptools import Extension, setup
 setup(ext_modules=[
     Extension("dyndbg.cpython._frames", ["dyndbg/cpython/_frames.c"], optional=True),
     Extension("dyndbg.engine._history", ["dyndbg/engine/_history.c"],
-              depends=["dyndbg/engine/_attributes.h"], optional=True),
+              depends=["dyndbg/engine/_attributes.h", "dyndbg/engine/_keeping.h",
+                       "dyndbg/engine/_track.h"], optional=True),
     Extension("dyndbg.engine._settrace", ["dyndbg/engine/_settrace.c"],
               depends=["dyndbg/engine/_recording.h", "dyndbg/engine/_attributes.h"],
               optional=True),

@@ -124,3 +124,62 @@ def test_a_layout_the_probe_refuses_is_never_read_by_recording() -> None:
         frames.read_at_event(frame, valuestack.event_depths(frame.f_code), False)
     except StackUnavailable as why:
         assert "has not passed" not in str(why)
+
+
+def _shape(kept: object, token: object, value: object) -> tuple:
+    """What a keeper made of `value`, comparable between two keepers: the
+    kind of each kept part and token, tensors by their values, and whether a
+    part is the value itself."""
+    from dyndbg.engine.recorded_values import Summary, _Items
+
+    def token_shape(t: object) -> object:
+        if t is None or t is VOLATILE:
+            return repr(t) if t is None else "VOLATILE"
+        if isinstance(t, _Items):
+            return ("items", len(t.items), tuple(map(token_shape, t.tokens)))
+        return type(t).__name__
+
+    if isinstance(kept, torch.Tensor):
+        part: object = ("tensor", kept.tolist(), kept is value)
+    elif isinstance(kept, Summary):
+        part = ("summary", kept.type_name, kept.text)
+    elif type(kept) in (list, tuple) and type(kept) is type(value) and len(kept) == len(value):
+        part = (type(kept).__name__, kept is value,
+                tuple(_shape(k, None, v)[0] for k, v in zip(kept, value)))
+    else:
+        part = (type(kept).__name__, kept is value)
+    return part, token_shape(token)
+
+
+@needs_c
+def test_keeping_a_value_in_c_is_the_python_reference() -> None:
+    """Values kept as they are, tensors (their copy reused while it holds,
+    a new one after an in-place change), lists and tuples within and past
+    the bounds, nested: the compiled keep makes what ValueKeeper.keep
+    makes, and reuses a copy where it does."""
+    from dyndbg.dynamo.tensor_copy import PLAIN_TENSOR_TYPES
+    from dyndbg.engine.recorded_values import CONTAINER_DEPTH, CONTAINER_ITEMS, _Items
+
+    python_keeper, c_keeper = ValueKeeper(Limits(1000, 1 << 20)), ValueKeeper(Limits(1000, 1 << 20))
+    recorder = compiled.Recorder(None, collections.deque(), {}, print, c_keeper.keep, tuple,
+                                 frozenset(), NULL, StackUnavailable, _Copy, VOLATILE, AS_IS,
+                                 c_keeper.copies_by_id, frozenset(PLAIN_TENSOR_TYPES), _Items,
+                                 (CONTAINER_ITEMS, CONTAINER_DEPTH))
+    t = torch.ones(3)
+    with torch.inference_mode():
+        inference = torch.zeros(2)
+    values = [t, [t, t, 1, None], (1, "a", None), (t, 2), [[t], [1, [2, [3, [4]]]]],
+              list(range(CONTAINER_ITEMS + 1)), [inference], {"a": t}, slice(1, 2), (),
+              [torch.nn.Parameter(torch.ones(1))]]
+    for seq in (1, 2, 3):
+        if seq == 3:
+            t.add_(1)          # a new version: copied anew
+        for value in values:
+            expected = python_keeper.keep(value, seq)
+            got = recorder.keep(value, seq)
+            assert _shape(*got, value) == _shape(*expected, value), (seq, value)
+        # The copy of the same version is reused, as the Python keeper does.
+        again, again_python = recorder.keep(t, seq)[0], python_keeper.keep(t, seq)[0]
+        assert (again is recorder.keep(t, seq)[0]) and \
+            (again_python is python_keeper.keep(t, seq)[0])
+    assert c_keeper.copies == python_keeper.copies and c_keeper.bytes == python_keeper.bytes

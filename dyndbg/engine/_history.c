@@ -4,7 +4,8 @@
  * slots (cpython/_frames.c, through its capsule), open closure cells, find
  * which slots hold what the frame's previous record kept (recorded_values.
  * slot_sources: the same object at the same or another slot, unchanged),
- * keep the others through the Python ValueKeeper, and append the Record.
+ * keep the others (_keeping.h), and append the Record; the frame's Track
+ * (_track.h) holds what its next record may reuse.
  * history.py's Python code is the reference and the fallback; this file
  * does the same steps in the same order, so both give equal records.
  */
@@ -13,6 +14,8 @@
 #include <frameobject.h>
 
 #include "_attributes.h"
+#include "_keeping.h"
+#include "_track.h"
 
 typedef PyObject *(*read_at_event_fn)(PyObject *frame, PyObject *depths, int with_locals);
 static read_at_event_fn read_at_event;
@@ -21,25 +24,22 @@ static read_at_event_fn read_at_event;
  * bound, History._trim must run) */
 enum { RECORDED = 0, CHECK_BOUNDS = 1, UNREADABLE = 2, NOT_AN_INSTRUCTION = 3 };
 
-static PyObject *str_version, *str_tensor_version, *str_last, *str_holds, *str_raw, *str_kept,
-    *str_tokens, *str_opname, *str_locals, *str_newest, *str_caller, *str_next, *str_size,
-    *str_append, *str_keeper, *str_bytes, *str_limits, *str_memory_bytes, *str_popleft,
-    *str_dropped, *str_dropped_since_sweep, *str_sweep_after;
+static PyObject *str_opname, *str_next, *str_size, *str_append, *str_keeper, *str_bytes,
+    *str_limits, *str_memory_bytes, *str_popleft, *str_dropped, *str_dropped_since_sweep,
+    *str_sweep_after;
 
 typedef struct {
     PyObject_HEAD
     PyObject *history;          /* the History (its _next and size) */
     PyObject *records;          /* its deque */
-    PyObject *tracks;           /* its dict id(frame) -> _Track */
-    PyObject *new_track;        /* History._new_track(frame) -> _Track, registered */
-    PyObject *keep;             /* ValueKeeper.keep(value, seq) -> (kept, token) */
+    PyObject *append, *popleft; /* the deque's methods, bound once */
+    PyObject *tracks;           /* its dict id(frame) -> Track */
+    PyObject *new_track;        /* History._new_track(frame) -> Track, registered */
     PyObject *record_type;      /* Record */
     PyObject *settled_after;    /* KEEPS_VALUES_OPNAMES */
     PyObject *null_object;      /* cpython.NULL */
     PyObject *unavailable;      /* cpython.StackUnavailable */
-    PyObject *copy_type;        /* recorded_values._Copy */
-    PyObject *volatile_token;   /* recorded_values.VOLATILE */
-    PyObject *as_is;            /* recorded_values.AS_IS: kept as they are, no token */
+    Keeping keeping;            /* what keeping values needs (_keeping.h) */
 } Recorder;
 
 static int
@@ -47,16 +47,21 @@ recorder_traverse(Recorder *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->history);
     Py_VISIT(self->records);
+    Py_VISIT(self->append);
+    Py_VISIT(self->popleft);
     Py_VISIT(self->tracks);
     Py_VISIT(self->new_track);
-    Py_VISIT(self->keep);
+    Py_VISIT(self->keeping.keep);
     Py_VISIT(self->record_type);
     Py_VISIT(self->settled_after);
     Py_VISIT(self->null_object);
     Py_VISIT(self->unavailable);
-    Py_VISIT(self->copy_type);
-    Py_VISIT(self->volatile_token);
-    Py_VISIT(self->as_is);
+    Py_VISIT(self->keeping.copy_type);
+    Py_VISIT(self->keeping.volatile_token);
+    Py_VISIT(self->keeping.as_is);
+    Py_VISIT(self->keeping.copies);
+    Py_VISIT(self->keeping.tensor_types);
+    Py_VISIT(self->keeping.items_type);
     return 0;
 }
 
@@ -65,16 +70,21 @@ recorder_clear(Recorder *self)
 {
     Py_CLEAR(self->history);
     Py_CLEAR(self->records);
+    Py_CLEAR(self->append);
+    Py_CLEAR(self->popleft);
     Py_CLEAR(self->tracks);
     Py_CLEAR(self->new_track);
-    Py_CLEAR(self->keep);
+    Py_CLEAR(self->keeping.keep);
     Py_CLEAR(self->record_type);
     Py_CLEAR(self->settled_after);
     Py_CLEAR(self->null_object);
     Py_CLEAR(self->unavailable);
-    Py_CLEAR(self->copy_type);
-    Py_CLEAR(self->volatile_token);
-    Py_CLEAR(self->as_is);
+    Py_CLEAR(self->keeping.copy_type);
+    Py_CLEAR(self->keeping.volatile_token);
+    Py_CLEAR(self->keeping.as_is);
+    Py_CLEAR(self->keeping.copies);
+    Py_CLEAR(self->keeping.tensor_types);
+    Py_CLEAR(self->keeping.items_type);
     return 0;
 }
 
@@ -91,210 +101,58 @@ recorder_init(Recorder *self, PyObject *args, PyObject *kwargs)
 {
     static char *names[] = {"history", "records", "tracks", "new_track", "keep", "record_type",
                             "settled_after", "null", "unavailable", "copy_type", "volatile",
-                            "as_is", NULL};
-    PyObject *v[12];
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OOOOOOOOO!", names, &v[0], &v[1],
-                                     &PyDict_Type, &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
-                                     &v[8], &v[9], &v[10], &PyFrozenSet_Type, &v[11]))
+                            "as_is", "copies", "tensor_types", "items_type", "container_bounds",
+                            NULL};
+    PyObject *v[12], *copies = NULL, *tensor_types = NULL, *items_type = NULL;
+    Py_ssize_t bounds[2] = {0, 0};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!OOOOOOOOO!|O!O!O(nn)", names, &v[0],
+                                     &v[1], &PyDict_Type, &v[2], &v[3], &v[4], &v[5], &v[6],
+                                     &v[7], &v[8], &v[9], &v[10], &PyFrozenSet_Type, &v[11],
+                                     &PyDict_Type, &copies, &PyFrozenSet_Type, &tensor_types,
+                                     &items_type, &bounds[0], &bounds[1]))
         return -1;
+    if (!PyType_Check(v[5]) || !PyType_IsSubtype((PyTypeObject *)v[5], &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "Recorder: record_type is no tuple type");
+        return -1;
+    }
     recorder_clear(self);
     self->history = Py_NewRef(v[0]);
     self->records = Py_NewRef(v[1]);
+    self->append = PyObject_GetAttr(v[1], str_append);
+    self->popleft = PyObject_GetAttr(v[1], str_popleft);
+    if (self->append == NULL || self->popleft == NULL)
+        return -1;
     self->tracks = Py_NewRef(v[2]);
     self->new_track = Py_NewRef(v[3]);
-    self->keep = Py_NewRef(v[4]);
+    self->keeping.keep = Py_NewRef(v[4]);
     self->record_type = Py_NewRef(v[5]);
     self->settled_after = Py_NewRef(v[6]);
     self->null_object = Py_NewRef(v[7]);
     self->unavailable = Py_NewRef(v[8]);
-    self->copy_type = Py_NewRef(v[9]);
-    self->volatile_token = Py_NewRef(v[10]);
-    self->as_is = Py_NewRef(v[11]);
+    self->keeping.copy_type = Py_NewRef(v[9]);
+    self->keeping.volatile_token = Py_NewRef(v[10]);
+    self->keeping.as_is = Py_NewRef(v[11]);
+    if (copies != NULL && tensor_types != NULL && items_type != NULL) {
+        self->keeping.copies = Py_NewRef(copies);
+        self->keeping.tensor_types = Py_NewRef(tensor_types);
+        self->keeping.items_type = Py_NewRef(items_type);
+        self->keeping.container_items = bounds[0];
+        self->keeping.container_depth = bounds[1];
+    }
     return 0;
 }
 
-/* 1 when the token says `value` is as it was kept (its `last` then set to
- * seq), 0 when not, -1 on an error: recorded_values' token.holds(). */
+/* The first items of `list` are those of `tuple`, the same objects. */
 static int
-token_holds(Recorder *self, PyObject *token, PyObject *value, PyObject *seq)
+same_prefix(PyObject *list, PyObject *tuple)
 {
-    if (token == self->volatile_token)
-        return 0;
-    int holds;
-    if ((PyObject *)Py_TYPE(token) == self->copy_type) {
-        /* _Copy.holds, inline: its version is not None and equals _version now */
-        PyObject *kept = PyObject_GetAttr(token, str_version);
-        if (kept == NULL)
-            return -1;
-        if (kept == Py_None) {
-            Py_DECREF(kept);
-            return 0;
-        }
-        PyObject *now = PyObject_GetAttr(value, str_tensor_version);
-        if (now == NULL) {
-            Py_DECREF(kept);
-            return -1;
-        }
-        holds = PyObject_RichCompareBool(kept, now, Py_EQ);
-        Py_DECREF(kept);
-        Py_DECREF(now);
-    }
-    else {
-        PyObject *result = PyObject_CallMethodOneArg(token, str_holds, value);
-        if (result == NULL)
-            return -1;
-        holds = PyObject_IsTrue(result);
-        Py_DECREF(result);
-    }
-    if (holds == 1 && PyObject_SetAttr(token, str_last, seq) < 0)
-        return -1;
-    return holds;
-}
-
-/* recorded_values.slot_sources: fills sources[i] with i (kept as it was),
- * another previous slot j, or -1 (keep anew). Returns how many slots are not
- * kept as they were, or -1 on an error. */
-static Py_ssize_t
-slot_sources(Recorder *self, PyObject *values, PyObject *previous, PyObject *tokens,
-             int settled, PyObject *seq, Py_ssize_t *sources)
-{
-    Py_ssize_t count = PyList_GET_SIZE(values), moved = 0;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *value = PyList_GET_ITEM(values, i);
-        Py_ssize_t known = PyList_GET_SIZE(previous), j = -1;
-        if (i < known && PyList_GET_ITEM(previous, i) == value)
-            j = i;
-        else {
-            /* the last slot holding it, as the dict in slot_sources finds */
-            for (Py_ssize_t k = known - 1; k >= 0; k--) {
-                if (PyList_GET_ITEM(previous, k) == value) {
-                    j = k;
-                    break;
-                }
-            }
-        }
-        if (j >= 0 && !settled) {
-            if (j >= PyList_GET_SIZE(tokens))
-                j = -1;
-            else {
-                PyObject *token = PyList_GET_ITEM(tokens, j);
-                if (token != Py_None) {
-                    Py_INCREF(token);
-                    Py_INCREF(value);
-                    int holds = token_holds(self, token, value, seq);
-                    Py_DECREF(token);
-                    Py_DECREF(value);
-                    if (holds < 0)
-                        return -1;
-                    if (!holds)
-                        j = -1;
-                }
-            }
-        }
-        sources[i] = j;
-        if (j != i)
-            moved++;
-    }
-    return moved;
-}
-
-/* ValueKeeper.keep_all with the sources found: kept[i] and tokens[i] of each
- * slot not kept as it was. *anew: whether keep() ran (the copies' bytes may
- * have grown). */
-static int
-keep_all(Recorder *self, PyObject *values, PyObject *kept, PyObject *tokens,
-         const Py_ssize_t *sources, PyObject *seq, int *anew)
-{
-    Py_ssize_t count = PyList_GET_SIZE(values);
-    PyObject *old_kept = PyList_GetSlice(kept, 0, PY_SSIZE_T_MAX);
-    PyObject *old_tokens = PyList_GetSlice(tokens, 0, PY_SSIZE_T_MAX);
-    int failed = old_kept == NULL || old_tokens == NULL ||
-        PyList_SetSlice(kept, count, PY_SSIZE_T_MAX, NULL) < 0 ||
-        PyList_SetSlice(tokens, count, PY_SSIZE_T_MAX, NULL) < 0;
-    for (Py_ssize_t i = 0; i < count && !failed; i++) {
-        Py_ssize_t j = sources[i];
-        if (j == i)
-            continue;
-        PyObject *kept_value, *token;
-        if (j >= 0) {
-            if (j >= PyList_GET_SIZE(old_kept) || j >= PyList_GET_SIZE(old_tokens)) {
-                PyErr_SetString(PyExc_RuntimeError, "history: a track's lists differ in length");
-                failed = 1;
-                break;
-            }
-            kept_value = Py_NewRef(PyList_GET_ITEM(old_kept, j));
-            token = Py_NewRef(PyList_GET_ITEM(old_tokens, j));
-        }
-        else {
-            PyObject *value = PyList_GET_ITEM(values, i);
-            int as_is = PySet_Contains(self->as_is, (PyObject *)Py_TYPE(value));
-            if (as_is < 0) {
-                failed = 1;
-                break;
-            }
-            if (as_is) {    /* ValueKeeper.keep's first case, without the Python call */
-                kept_value = Py_NewRef(value);
-                token = Py_NewRef(Py_None);
-                goto store;
-            }
-            *anew = 1;
-            PyObject *pair = PyObject_CallFunctionObjArgs(self->keep, value, seq, NULL);
-            if (pair == NULL || !PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
-                if (pair != NULL)
-                    PyErr_SetString(PyExc_TypeError, "history: keep() gave no pair");
-                Py_XDECREF(pair);
-                failed = 1;
-                break;
-            }
-            kept_value = Py_NewRef(PyTuple_GET_ITEM(pair, 0));
-            token = Py_NewRef(PyTuple_GET_ITEM(pair, 1));
-            Py_DECREF(pair);
-        }
-    store:
-        if (i < PyList_GET_SIZE(kept) && i < PyList_GET_SIZE(tokens)) {
-            PyList_SetItem(kept, i, kept_value);    /* steals */
-            PyList_SetItem(tokens, i, token);
-        }
-        else {
-            failed = PyList_Append(kept, kept_value) < 0 || PyList_Append(tokens, token) < 0;
-            Py_DECREF(kept_value);
-            Py_DECREF(token);
-        }
-    }
-    Py_XDECREF(old_kept);
-    Py_XDECREF(old_tokens);
-    return failed ? -1 : 0;
-}
-
-/* Borrowed-to-new helpers for a track's attributes. */
-static PyObject *
-list_attr(PyObject *track, PyObject *name)
-{
-    PyObject *value = PyObject_GetAttr(track, name);
-    if (value != NULL && !PyList_CheckExact(value)) {
-        PyErr_Format(PyExc_TypeError, "history: a track's %U is not a list", name);
-        Py_CLEAR(value);
-    }
-    return value;
-}
-
-static int
-same_items(PyObject *a, PyObject *b)
-{
-    Py_ssize_t n = PyTuple_GET_SIZE(a);
-    if (!PyTuple_Check(b) || PyTuple_GET_SIZE(b) != n)
+    Py_ssize_t n = PyTuple_GET_SIZE(tuple);
+    if (PyList_GET_SIZE(list) < n)
         return 0;
     for (Py_ssize_t i = 0; i < n; i++)
-        if (PyTuple_GET_ITEM(a, i) != PyTuple_GET_ITEM(b, i))
+        if (PyList_GET_ITEM(list, i) != PyTuple_GET_ITEM(tuple, i))
             return 0;
     return 1;
-}
-
-static void
-untrack(PyObject *object)
-{
-    if (PyObject_GC_IsTracked(object))
-        PyObject_GC_UnTrack(object);
 }
 
 /* record(frame, spec) -> RecordResult value; spec = (entry, instructions by
@@ -321,7 +179,7 @@ recorder_record(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
     }
     PyObject *result = NULL, *slots = NULL, *key = NULL, *track = NULL, *seq = NULL,
         *previous = NULL, *kept = NULL, *tokens = NULL, *opname = NULL, *local_values = NULL,
-        *stack = NULL, *caller = NULL, *globals = NULL, *fields = NULL, *record = NULL,
+        *stack = NULL, *caller = NULL, *globals = NULL, *record = NULL,
         *next = NULL, *size = NULL;
     Py_ssize_t *sources = NULL;
     int status = RECORDED;
@@ -371,10 +229,15 @@ recorder_record(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
         if (track == NULL)
             goto done;
     }
+    if (!Py_IS_TYPE(track, &TrackType)) {
+        PyErr_SetString(PyExc_TypeError, "history: a track is not a compiled Track");
+        goto done;
+    }
+    Track *t = (Track *)track;
     seq = PyObject_GetAttr(self->history, str_next);
-    if (seq == NULL || !(previous = list_attr(track, str_raw)) ||
-        !(kept = list_attr(track, str_kept)) || !(tokens = list_attr(track, str_tokens)) ||
-        !(opname = PyObject_GetAttr(track, str_opname)))
+    if (seq == NULL || !(previous = track_list(t->raw, "raw")) ||
+        !(kept = track_list(t->kept, "kept")) || !(tokens = track_list(t->tokens, "tokens")) ||
+        !(opname = Py_XNewRef(t->opname)))
         goto done;
     int settled = PySet_Contains(self->settled_after, opname);
     if (settled < 0)
@@ -385,59 +248,59 @@ recorder_record(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_NoMemory();
         goto done;
     }
-    Py_ssize_t moved = slot_sources(self, slots, previous, tokens, settled, seq, sources);
+    Py_ssize_t moved = slot_sources(&self->keeping, slots, previous, tokens, settled, seq, sources);
     int anew = 0;
     if (moved < 0)
         goto done;
     if (moved || PyList_GET_SIZE(kept) != count) {
-        if (keep_all(self, slots, kept, tokens, sources, seq, &anew) < 0)
+        if (keep_all(&self->keeping, slots, kept, tokens, sources, seq, &anew) < 0)
             goto done;
     }
-    if (PyObject_SetAttr(track, str_raw, slots) < 0)
-        goto done;
+    Py_XSETREF(t->raw, Py_NewRef(slots));
     Py_SETREF(opname, PyObject_GetAttr(instr, str_opname));
-    if (opname == NULL || PyObject_SetAttr(track, str_opname, opname) < 0)
+    if (opname == NULL)
         goto done;
+    Py_XSETREF(t->opname, Py_NewRef(opname));
     if (names > PyList_GET_SIZE(kept))
         names = PyList_GET_SIZE(kept);
-    PyObject *values = PyList_GetSlice(kept, 0, names);
-    if (values == NULL)
-        goto done;
-    local_values = PyList_AsTuple(values);
-    Py_DECREF(values);
-    if (local_values == NULL)
-        goto done;
-    PyObject *old_locals = PyObject_GetAttr(track, str_locals);
-    if (old_locals == NULL)
-        goto done;
-    if (PyTuple_Check(old_locals) && same_items(local_values, old_locals))
-        Py_SETREF(local_values, old_locals);     /* the same kept objects: one tuple shared */
-    else
-        Py_DECREF(old_locals);
-    if (PyObject_SetAttr(track, str_locals, local_values) < 0 ||
-        PyObject_SetAttr(track, str_newest, seq) < 0)
-        goto done;
-    values = PyList_GetSlice(kept, names, PY_SSIZE_T_MAX);
+    /* The same kept objects as the previous record's: its tuple, shared. */
+    PyObject *old_locals = Py_XNewRef(t->locals);
+    if (old_locals != NULL && PyTuple_Check(old_locals) && PyTuple_GET_SIZE(old_locals) == names &&
+        same_prefix(kept, old_locals))
+        local_values = old_locals;
+    else {
+        Py_XDECREF(old_locals);
+        PyObject *values = PyList_GetSlice(kept, 0, names);
+        if (values == NULL)
+            goto done;
+        local_values = PyList_AsTuple(values);
+        Py_DECREF(values);
+        if (local_values == NULL)
+            goto done;
+    }
+    Py_XSETREF(t->locals, Py_NewRef(local_values));
+    Py_XSETREF(t->newest, Py_NewRef(seq));
+    PyObject *values = PyList_GetSlice(kept, names, PY_SSIZE_T_MAX);
     if (values == NULL)
         goto done;
     stack = PyList_AsTuple(values);
     Py_DECREF(values);
-    if (stack == NULL || !(caller = PyObject_GetAttr(track, str_caller)))
+    if (stack == NULL || !(caller = Py_XNewRef(t->caller))) {
+        if (stack != NULL)
+            PyErr_SetString(PyExc_TypeError, "history: a track has no caller");
         goto done;
+    }
     globals = PyFrame_GetGlobals((PyFrameObject *)frame);
     if (globals == NULL)
         goto done;
-    fields = PyTuple_Pack(8, seq, key, entry, instr, stack, local_values, caller, globals);
-    if (fields == NULL)
-        goto done;
-    /* tuple.__new__(Record, fields), as history.py makes it */
-    PyObject *new_args = PyTuple_Pack(1, fields);
-    if (new_args == NULL)
-        goto done;
-    record = PyTuple_Type.tp_new((PyTypeObject *)self->record_type, new_args, NULL);
-    Py_DECREF(new_args);
+    /* tuple.__new__(Record, fields), as history.py makes it, without the
+     * fields' own tuple: a Record is a tuple subclass of 8 items. */
+    record = ((PyTypeObject *)self->record_type)->tp_alloc((PyTypeObject *)self->record_type, 8);
     if (record == NULL)
         goto done;
+    PyObject *fields[] = {seq, key, entry, instr, stack, local_values, caller, globals};
+    for (int f = 0; f < 8; f++)
+        PyTuple_SET_ITEM(record, f, Py_NewRef(fields[f]));
     /* No record is in a reference cycle (it holds kept values, its code's
      * entry and instruction, the module's globals; nothing holds a record
      * but the history): the garbage collector need not walk the hundreds of
@@ -445,7 +308,7 @@ recorder_record(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
     untrack(record);
     untrack(stack);
     untrack(local_values);
-    PyObject *appended = PyObject_CallMethodOneArg(self->records, str_append, record);
+    PyObject *appended = PyObject_CallOneArg(self->append, record);
     if (appended == NULL)
         goto done;
     Py_DECREF(appended);
@@ -466,7 +329,7 @@ recorder_record(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
         /* History._drop(held - limit) here, without a Python call; the
          * sweep it leads to stays History._trim's (CHECK_BOUNDS when due). */
         for (Py_ssize_t k = limit; k < held; k++) {
-            PyObject *gone = PyObject_CallMethodNoArgs(self->records, str_popleft);
+            PyObject *gone = PyObject_CallNoArgs(self->popleft);
             if (gone == NULL)
                 goto done;
             Py_DECREF(gone);
@@ -509,7 +372,6 @@ done:
     Py_XDECREF(stack);
     Py_XDECREF(caller);
     Py_XDECREF(globals);
-    Py_XDECREF(fields);
     Py_XDECREF(record);
     Py_XDECREF(next);
     Py_XDECREF(size);
@@ -531,7 +393,7 @@ recorder_slot_sources(Recorder *self, PyObject *args)
     if (sources == NULL)
         return PyErr_NoMemory();
     PyObject *pairs = NULL;
-    if (slot_sources(self, values, previous, tokens, settled, seq, sources) >= 0 &&
+    if (slot_sources(&self->keeping, values, previous, tokens, settled, seq, sources) >= 0 &&
         (pairs = PyList_New(0)) != NULL) {
         for (Py_ssize_t i = 0; i < count && i < PyList_GET_SIZE(values); i++) {
             if (sources[i] == i)
@@ -547,6 +409,22 @@ recorder_slot_sources(Recorder *self, PyObject *args)
     }
     PyMem_Free(sources);
     return pairs;
+}
+
+/* keep(value, seq) -> (kept, token), as keep_all keeps a slot's value: for
+ * the tests that compare it with ValueKeeper.keep. */
+static PyObject *
+recorder_keep(Recorder *self, PyObject *args)
+{
+    PyObject *value, *seq, *kept, *token;
+    int anew = 0;
+    if (!PyArg_ParseTuple(args, "OO", &value, &seq) ||
+        keep_value(&self->keeping, value, seq, 0, &kept, &token, &anew) < 0)
+        return NULL;
+    PyObject *pair = PyTuple_Pack(2, kept, token);
+    Py_DECREF(kept);
+    Py_DECREF(token);
+    return pair;
 }
 
 /* untrack(obj): what the keeper made (a container of kept values, a
@@ -566,6 +444,8 @@ static PyMethodDef module_methods[] = {
 static PyMethodDef recorder_methods[] = {
     {"record", (PyCFunction)(void (*)(void))recorder_record, METH_FASTCALL,
      "record(frame, spec) -> RecordResult value (history.py)"},
+    {"keep", (PyCFunction)recorder_keep, METH_VARARGS,
+     "keep(value, seq) -> (kept, token), as a slot's value is kept (recorded_values.py)"},
     {"slot_sources", (PyCFunction)recorder_slot_sources, METH_VARARGS,
      "slot_sources(values, previous, tokens, settled, seq) -> [i, j, ...]"},
     {NULL, NULL, 0, NULL},
@@ -600,12 +480,8 @@ intern(PyObject **slot, const char *text)
 PyMODINIT_FUNC
 PyInit__history(void)
 {
-    if (intern(&str_version, "version") || intern(&str_tensor_version, "_version") ||
-        intern(&str_last, "last") || intern(&str_holds, "holds") || intern(&str_raw, "raw") ||
-        intern(&str_kept, "kept") || intern(&str_tokens, "tokens") ||
-        intern(&str_opname, "opname") || intern(&str_locals, "locals") ||
-        intern(&str_newest, "newest") || intern(&str_caller, "caller") ||
-        intern(&str_next, "_next") || intern(&str_size, "size") || intern(&str_append, "append") ||
+    if (keeping_intern() < 0 || intern(&str_opname, "opname") || intern(&str_next, "_next") ||
+        intern(&str_size, "size") || intern(&str_append, "append") ||
         intern(&str_keeper, "_keeper") || intern(&str_bytes, "bytes") ||
         intern(&str_limits, "limits") || intern(&str_memory_bytes, "memory_bytes") ||
         intern(&str_popleft, "popleft") || intern(&str_dropped, "dropped") ||
@@ -616,13 +492,13 @@ PyInit__history(void)
     if (api == NULL)
         return NULL;
     read_at_event = (read_at_event_fn)api[0];
-    if (PyType_Ready(&RecorderType) < 0)
+    if (PyType_Ready(&RecorderType) < 0 || PyType_Ready(&TrackType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
-    if (PyModule_AddObject(m, "Recorder", Py_NewRef((PyObject *)&RecorderType)) < 0) {
-        Py_DECREF(&RecorderType);
+    if (PyModule_AddObject(m, "Recorder", Py_NewRef((PyObject *)&RecorderType)) < 0 ||
+        PyModule_AddObject(m, "Track", Py_NewRef((PyObject *)&TrackType)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

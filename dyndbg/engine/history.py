@@ -20,8 +20,9 @@ from dyndbg.cpython import (NULL, StackUnavailable, event_depths, instruction_st
 from dyndbg.cpython.opcodes import KEEPS_VALUES_OPNAMES
 from dyndbg.dynamo import GeneratedCode
 from dyndbg.engine.codeinfo import CodeInfo, Instr
-from dyndbg.engine.recorded_values import (AS_IS, TOKEN_CHECKS, VOLATILE, Limits, ValueKeeper,
-                                           _Copy)
+from dyndbg.dynamo.tensor_copy import PLAIN_TENSOR_TYPES
+from dyndbg.engine.recorded_values import (AS_IS, CONTAINER_DEPTH, CONTAINER_ITEMS, TOKEN_CHECKS,
+                                           VOLATILE, Limits, ValueKeeper, _Copy, _Items)
 
 DEFAULT_SIZE = 300_000               # records
 DEFAULT_COPY_LIMIT = 65_536          # elements of a tensor copied
@@ -138,9 +139,13 @@ class History:
         self.unreadable = 0
         self._dropped_since_sweep = 0
         compiled = cores.history()
+        # The compiled record reads and sets a track's fields directly.
+        self._track_type = _Track if compiled is None else compiled.Track
         self._recorder = None if compiled is None else compiled.Recorder(
             self, self._records, self._tracks, self._new_track, self._keeper.keep, Record,
-            KEEPS_VALUES_OPNAMES, NULL, StackUnavailable, _Copy, VOLATILE, AS_IS)
+            KEEPS_VALUES_OPNAMES, NULL, StackUnavailable, _Copy, VOLATILE, AS_IS,
+            self._keeper.copies_by_id, frozenset(PLAIN_TENSOR_TYPES), _Items,
+            (CONTAINER_ITEMS, CONTAINER_DEPTH))
 
     # -- settings -------------------------------------------------------------------
     @property
@@ -244,7 +249,7 @@ class History:
 
     def _new_track(self, frame: types.FrameType) -> _Track:
         """A frame recorded for the first time."""
-        track = self._tracks[id(frame)] = _Track(self._caller_of(frame))
+        track = self._tracks[id(frame)] = self._track_type(self._caller_of(frame))
         return track
 
     def _caller_of(self, frame: types.FrameType) -> int:

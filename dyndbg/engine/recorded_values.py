@@ -173,6 +173,12 @@ class ValueKeeper:
         self.bytes = 0                         # of every copy a record may hold
 
     @property
+    def copies_by_id(self) -> dict[int, _Copy]:
+        """id(tensor) -> its latest copy: the dict itself, never replaced (the
+        compiled core reads it to reuse a copy that still holds)."""
+        return self._copies
+
+    @property
     def copies(self) -> int:
         return len(self._copies) + len(self._replaced)
 
