@@ -293,14 +293,18 @@ recorder_record(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
     globals = PyFrame_GetGlobals((PyFrameObject *)frame);
     if (globals == NULL)
         goto done;
-    /* tuple.__new__(Record, fields), as history.py makes it, without the
-     * fields' own tuple: a Record is a tuple subclass of 8 items. */
-    record = ((PyTypeObject *)self->record_type)->tp_alloc((PyTypeObject *)self->record_type, 8);
+    /* tuple.__new__(Record, fields), as history.py makes it: tuple's own
+     * constructor sets up what a tuple of this Python keeps beside its items. */
+    PyObject *fields = PyTuple_Pack(8, seq, key, entry, instr, stack, local_values, caller,
+                                    globals);
+    PyObject *new_args = fields ? PyTuple_Pack(1, fields) : NULL;
+    Py_XDECREF(fields);
+    if (new_args == NULL)
+        goto done;
+    record = PyTuple_Type.tp_new((PyTypeObject *)self->record_type, new_args, NULL);
+    Py_DECREF(new_args);
     if (record == NULL)
         goto done;
-    PyObject *fields[] = {seq, key, entry, instr, stack, local_values, caller, globals};
-    for (int f = 0; f < 8; f++)
-        PyTuple_SET_ITEM(record, f, Py_NewRef(fields[f]));
     /* No record is in a reference cycle (it holds kept values, its code's
      * entry and instruction, the module's globals; nothing holds a record
      * but the history): the garbage collector need not walk the hundreds of
