@@ -20,6 +20,7 @@ import json
 import math
 import os
 import re
+import signal
 import stat
 import subprocess
 import sys
@@ -390,6 +391,9 @@ class Terminal:
 
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
         self.raw = io.StringIO()
+        # On a time-out the test aborts the program: faulthandler then writes
+        # where each of its threads was (a rare hang's only witness).
+        env = {**env, "PYTHONFAULTHANDLER": "1"}
         self.child = pexpect.spawn(sys.executable, ["-m", "dyndbg", *args], cwd=str(ROOT),
                                    env=env, dimensions=(40, 160), encoding="utf-8",
                                    codec_errors="replace", timeout=30)
@@ -400,11 +404,23 @@ class Terminal:
             try:
                 index = self.child.expect([pattern, r"\x1b\[6n"])
             except (pexpect.TIMEOUT, pexpect.EOF) as error:
+                threads = self._threads_of_a_hang() if isinstance(error, pexpect.TIMEOUT) else ""
                 pytest.fail(f"waiting for {pattern!r}: {type(error).__name__}; screen so far:\n"
-                            f"{self.text()[-3000:]}")
+                            f"{self.text()[-3000:]}{threads}")
             if index == 0:
                 return self.child.match
             self.child.send("\x1b[20;1R")
+
+    def _threads_of_a_hang(self) -> str:
+        """Where the program's threads were: SIGABRT makes faulthandler write them."""
+        start = len(self.raw.getvalue())
+        try:
+            self.child.kill(signal.SIGABRT)
+            self.child.expect(pexpect.EOF, timeout=10)
+        except (OSError, pexpect.TIMEOUT, pexpect.EOF):
+            pass
+        return "\n--- the program's threads, aborted at the time-out ---\n" + \
+            ANSI.sub("", self.raw.getvalue()[start:]).replace("\r", "")[-6000:]
 
     def keys(self, *chunks: str) -> None:
         for chunk in chunks:   # paced as typing: Tab completion runs as a background task
