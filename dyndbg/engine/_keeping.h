@@ -258,9 +258,7 @@ known_copy(const Keeping *self, PyObject *tensor, PyObject *seq, PyObject **kept
     if (target != NULL) {
         holds = target == tensor;
         if (holds)     /* _Copy.holds: a version, the tensor's own now */
-            holds = token_check(self, known, tensor);
-        if (holds == 1 && PyObject_SetAttr(known, str_last, seq) < 0)
-            holds = -1;
+            holds = token_holds(self, known, tensor, seq);
         if (holds == 1) {
             *kept = PyObject_GetAttr(known, str_tensor);
             *token = Py_NewRef(known);
