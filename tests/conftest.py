@@ -5,6 +5,7 @@ import atexit
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -65,6 +66,16 @@ def empty_home() -> str:
         atexit.register(shutil.rmtree, path, True)
         _EMPTY_HOME.append(path)
     return _EMPTY_HOME[0]
+
+
+def default_sigint() -> None:
+    """A child's preexec_fn: SIGINT at its default and unblocked, as a
+    terminal's foreground program has it. A child inherits both from the test
+    runner: a runner started in the background (`cmd &`, job control off)
+    ignores SIGINT, and python then keeps it ignored; a blocked SIGINT stays
+    pending. Either way a Ctrl-C the test sends is lost without a word."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _env(home: Path | None = None, extra: dict[str, str | None] | None = None) -> dict[str, str]:

@@ -15,7 +15,8 @@ from typing import Callable, Iterator
 
 import pytest
 
-from conftest import MONITORING, OWN_CODE, ROOT, SAMPLES, empty_home, plain, run_dyndbg, run_plain
+from conftest import (MONITORING, OWN_CODE, ROOT, SAMPLES, default_sigint, empty_home, plain,
+                      run_dyndbg, run_plain)
 
 PROGRAMS = ROOT / "tests" / "programs"
 
@@ -35,11 +36,6 @@ def test_internal_error_detaches_and_the_program_continues(place, tmp_path, plai
     assert "Traceback" not in run.stderr + run.transcript
 
 
-def _default_sigint() -> None:
-    # Test runners (pytest-xdist workers) may ignore SIGINT, and children inherit
-    # that: restore the default so python installs its KeyboardInterrupt handler.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
 
 @pytest.fixture
 def start() -> Iterator[Callable[[list[str], Path], subprocess.Popen]]:
@@ -52,7 +48,7 @@ def start() -> Iterator[Callable[[list[str], Path], subprocess.Popen]]:
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, cwd=ROOT,
                                 env=dict(os.environ, HOME=empty_home()),
-                                preexec_fn=_default_sigint)
+                                preexec_fn=default_sigint)
         started.append(proc)
         return proc
 
@@ -124,7 +120,7 @@ def test_ctrl_c_twice_outside_generated_code_is_a_keyboard_interrupt(tmp_path: P
     argv = [str(PROGRAMS / "interrupt_loop.py"), "0.5", "60"]
     plain = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                             preexec_fn=_default_sigint)
+                             preexec_fn=default_sigint)
     transcript = tmp_path / "t.txt"
     debugged = start(argv, transcript)
     debugged.stdin.write("c\n")

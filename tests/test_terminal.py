@@ -24,13 +24,14 @@ import signal
 import stat
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
 import pexpect
 import pytest
 
-from conftest import ROOT, SAMPLES
+from conftest import ROOT, SAMPLES, default_sigint
 
 GRAPH_BREAK = SAMPLES / "graph_break.py"
 PROMPT = "(dyndbg) "
@@ -396,7 +397,8 @@ class Terminal:
         env = {**env, "PYTHONFAULTHANDLER": "1"}
         self.child = pexpect.spawn(sys.executable, ["-m", "dyndbg", *args], cwd=str(ROOT),
                                    env=env, dimensions=(40, 160), encoding="utf-8",
-                                   codec_errors="replace", timeout=30)
+                                   codec_errors="replace", timeout=30,
+                                   preexec_fn=default_sigint)
         self.child.logfile_read = self.raw
 
     def expect(self, pattern: str) -> re.Match:
@@ -414,13 +416,25 @@ class Terminal:
     def _threads_of_a_hang(self) -> str:
         """Where the program's threads were: SIGABRT makes faulthandler write them."""
         start = len(self.raw.getvalue())
+        try:    # which signals it ignored, blocked, caught and had pending
+            with open(f"/proc/{self.child.pid}/status") as status:
+                signals = "".join(line for line in status if line.startswith(
+                    ("SigQ", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")))
+        except OSError:
+            signals = ""
+        try:    # whether the terminal turned Ctrl-C into SIGINT (the master reads the pty's modes)
+            lflag = termios.tcgetattr(self.child.child_fd)[3]
+            signals += f"ISIG {'on' if lflag & termios.ISIG else 'off'}, " \
+                       f"ICANON {'on' if lflag & termios.ICANON else 'off'}\n"
+        except termios.error:
+            pass
         try:
             self.child.kill(signal.SIGABRT)
             self.child.expect(pexpect.EOF, timeout=10)
         except (OSError, pexpect.TIMEOUT, pexpect.EOF):
             pass
-        return "\n--- the program's threads, aborted at the time-out ---\n" + \
-            ANSI.sub("", self.raw.getvalue()[start:]).replace("\r", "")[-6000:]
+        return "\n--- the program's signal masks and threads, aborted at the time-out ---\n" + \
+            signals + ANSI.sub("", self.raw.getvalue()[start:]).replace("\r", "")[-6000:]
 
     def keys(self, *chunks: str) -> None:
         for chunk in chunks:   # paced as typing: Tab completion runs as a background task

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TIMEOUT, _env, run_dyndbg, run_plain
+from conftest import ROOT, TIMEOUT, _env, default_sigint, run_dyndbg, run_plain
 from transcript import Segment, segments, stops_in
 
 PROGRAM = ROOT / "tests" / "programs" / "worker_thread.py"
@@ -190,10 +190,6 @@ def test_debug_block_reaches_a_thread_started_before_it(mechanism, plain) -> Non
     assert "Traceback" not in proc.stderr + out
 
 
-def _default_sigint() -> None:
-    # A test runner may ignore SIGINT, and children inherit that.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
 
 def _wait_for(path: Path, pattern: str, proc: subprocess.Popen) -> str:
     deadline = time.time() + TIMEOUT
@@ -210,7 +206,7 @@ def _start(args: list[str], transcript: Path, mechanism: str) -> subprocess.Pope
     return subprocess.Popen([sys.executable, "-m", "dyndbg", "--out", str(transcript),
                              str(PROGRAM), *args], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            env=_env(extra=_tracer(mechanism)), preexec_fn=_default_sigint)
+                            env=_env(extra=_tracer(mechanism)), preexec_fn=default_sigint)
 
 
 def _end(proc: subprocess.Popen) -> None:
