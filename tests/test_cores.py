@@ -90,3 +90,28 @@ def test_with_the_compiled_core_no_line(tmp_path: Path) -> None:
         pytest.skip("no compiled core here")
     run = run_dyndbg(SAMPLES / "graph_break.py", ["c"], tmp_path)
     assert NOT_BUILT not in run.transcript and "compiled core" not in run.transcript
+
+
+@pytest.mark.skipif(cores.settrace() is None, reason="no compiled settrace core here")
+def test_both_cores_start_and_release_frames_alike() -> None:
+    """settrace after continue, a breakpoint whose condition holds at one call:
+    the compiled core starts and releases the frames by itself (Python sees
+    the first of each code), and after each call the tracer holds what the
+    Python core's does: no frame, no trace, the same starts, hits and stops."""
+    def run(core: str) -> list[str]:
+        proc = subprocess.run([sys.executable, str(ROOT / "tests" / "programs" / "book_frames.py")],
+                              capture_output=True, text=True, cwd=ROOT, timeout=TIMEOUT,
+                              env=_env(extra={"DYNDBG_CORE": core, "DYNDBG_TRACER": "settrace"}))
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        return proc.stdout.splitlines()
+
+    python, compiled = run("python"), run("c")
+    *same, started = compiled
+    assert same == python[:-1]
+    calls = [line for line in same if line.startswith("call ")]
+    assert calls == [f"call {n}: active 0, frames 0, traced False, starts {2 * n}, "
+                     f"x {[2.0 ** (n + 2) - 1] * 3}" for n in range(1, 9)], same
+    assert same[-2:] == ["hits [16]", "stops ['9', '10'] ['105', '205']"], same
+    # The Python core starts all 16 in Python; the compiled one the first of each code.
+    assert python[-1] == "STARTED IN PYTHON 16" and started in (
+        "STARTED IN PYTHON 2", "STARTED IN PYTHON 3", "STARTED IN PYTHON 4"), started

@@ -9,13 +9,17 @@
  *   CallFilter    before _global_trace: a call of code that is not generated,
  *                 not a resume function, with no Ctrl-C pending: None, or
  *                 with --post-mortem, for a callee of generated code, the
- *                 CalleeFilter (f_trace_lines off).
+ *                 CalleeFilter (f_trace_lines off). A frame of generated code
+ *                 whose start _global_trace left to it (`starts`) is started
+ *                 here: forgotten, counted, booked and armed with its
+ *                 LineFilter.
  *   CalleeFilter  before _callee_trace: only an exception event reaches it.
  *   LineFilter    before a _line_tracer: an opcode event off the armed
  *                 offsets, a line event that only switches opcode events,
  *                 and an armed instruction whose breakpoint's condition is
  *                 false (evaluated here under the engine lock; the hit is
- *                 counted, and past the last armed one the frame released).
+ *                 counted, and past the last armed one the frame released,
+ *                 here too).
  *   RecordFilter  before _local_trace while the engine only records (`record
  *                 on`, continuing): an opcode event off the armed offsets is
  *                 recorded by the compiled History here, under the engine lock.
@@ -29,10 +33,12 @@
 #include <frameobject.h>
 #include <stddef.h>
 
+#include "_framebook.h"
 #include "_recording.h"
 
-static PyObject *str_detached, *str_f_trace, *str_call, *str_line, *str_opcode, *str_exception, *str_interrupt_pending,
-    *str_failed_calls, *str_f_trace_lines, *str_f_trace_opcodes, *str_instruction;
+static PyObject *str_detached, *str_call, *str_line, *str_opcode, *str_exception,
+    *str_interrupt_pending, *str_failed_calls, *str_instruction, *str_stepping, *str_version,
+    *str_start;
 
 /* The event's name is one of the interpreter's interned strings. */
 static int
@@ -77,7 +83,13 @@ typedef struct {
     PyObject *policy;       /* .failed_calls */
     PyObject *slow;         /* _global_trace */
     PyObject *callee;       /* the CalleeFilter */
+    PyObject *starts;       /* id(code) -> (policy.version, LineFilter): starts done here */
+    PyObject *sink;         /* the engine: .detached */
+    PyObject *events;       /* the tracer's Counter */
+    FrameBook *book;
 } CallFilter;
+
+static PyObject *fast_start(CallFilter *self, PyFrameObject *frame);
 
 /* 1 if id(code) is a generated code's, 0 if not, -1 on an error */
 static int
@@ -141,6 +153,8 @@ call_filter_call(CallFilter *self, PyObject *const *args, size_t nargsf, PyObjec
     if (!is_event(args[1], str_call))
         Py_RETURN_NONE;
     PyObject *decided = call_decision(self, (PyFrameObject *)args[0]);
+    if (decided == NULL && !PyErr_Occurred())
+        decided = fast_start(self, (PyFrameObject *)args[0]);
     return decided != NULL ? decided : hand_over(self->slow, args);
 }
 
@@ -158,10 +172,22 @@ typedef struct {
     PyObject *conditions;   /* the engine's Conditions */
     PyObject *lock;         /* threads.ENGINE_LOCK */
     PyObject *sink;         /* the engine: .detached */
-    PyObject *release;      /* the tracer's _release(frame) */
+    FrameBook *book;        /* to release the frame (the tracer's _release) */
     PyObject *events;       /* the tracer's Counter */
     PyObject *slow;         /* the plan's _line_tracer */
 } LineFilter;
+
+/* plan.all_opcodes or plan.line_of.get(lasti) in plan.hot_lines: 1, 0, or -1 */
+static int
+line_is_hot(LineFilter *self, PyObject *lasti)
+{
+    if (self->all_opcodes)
+        return 1;
+    PyObject *line = PyDict_GetItemWithError(self->line_of, lasti);   /* borrowed */
+    if (line == NULL && PyErr_Occurred())
+        return -1;
+    return PySet_Contains(self->hot_lines, line ? line : Py_None);
+}
 
 /* An armed instruction: 1 if it has a ConditionCheck that is false here
  * (the hit counted; the frame released past its last armed instruction, as
@@ -187,12 +213,8 @@ false_condition(LineFilter *self, PyFrameObject *frame, PyObject *lasti)
         Py_XDECREF(trace);
         if (trace == NULL)
             return -1;
-        if (mine) {
-            PyObject *done = PyObject_CallOneArg(self->release, (PyObject *)frame);
-            Py_XDECREF(done);
-            if (done == NULL)
-                return -1;
-        }
+        if (mine && book_release(self->book, (PyObject *)frame) < 0)
+            return -1;
     }
     return 1;
 }
@@ -217,15 +239,9 @@ line_decision(LineFilter *self, PyFrameObject *frame, PyObject *event)
         answered = count_event(self->events, str_instruction) < 0 ? -1 : 1;
         goto done;
     }
-    int hot = self->all_opcodes;
-    if (!hot) {
-        PyObject *line = PyDict_GetItemWithError(self->line_of, lasti);   /* borrowed */
-        if (line == NULL && PyErr_Occurred())
-            goto done;
-        hot = PySet_Contains(self->hot_lines, line ? line : Py_None);
-        if (hot < 0)
-            goto done;
-    }
+    int hot = line_is_hot(self, lasti);
+    if (hot < 0)
+        goto done;
     if (PyObject_SetAttr((PyObject *)frame, str_f_trace_opcodes, hot ? Py_True : Py_False) < 0)
         goto done;
     /* the opcode event for this instruction follows if hot; an armed one
@@ -246,6 +262,67 @@ line_filter_call(LineFilter *self, PyObject *const *args, size_t nargsf, PyObjec
     if (line_decision(self, (PyFrameObject *)args[0], args[1]) == 1)
         Py_RETURN_NONE;
     return hand_over(self->slow, args);
+}
+
+/* -- a frame started by CallFilter -------------------------------------------------- */
+
+static PyTypeObject LineFilterType;
+
+/* As _global_trace starts a frame of generated code at TraceLevel.ARMED,
+ * where `starts` holds the code's LineFilter for the policy's version (left
+ * by _global_trace where the engine's start of its frames only forgets, as
+ * Engine.start_only_forgets says), nothing is stepping, no Ctrl-C is
+ * pending and the engine is attached: under the engine lock, what the
+ * engine keeps by the frame's id forgotten, the start counted and the frame
+ * booked; then armed. The LineFilter (a new reference); NULL with no error
+ * set for the slow path, or with an error set. */
+static PyObject *
+fast_start(CallFilter *self, PyFrameObject *frame)
+{
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    PyObject *key = PyLong_FromVoidPtr(code);
+    Py_DECREF(code);
+    if (key == NULL)
+        return NULL;
+    PyObject *start = PyDict_GetItemWithError(self->starts, key);     /* borrowed */
+    int generated = start ? PyDict_Contains(self->generated, key) : 0;
+    Py_DECREF(key);
+    if (generated <= 0 || !PyTuple_Check(start) || PyTuple_GET_SIZE(start) != 2 ||
+        !Py_IS_TYPE(PyTuple_GET_ITEM(start, 1), &LineFilterType))
+        return NULL;
+    LineFilter *tracer = (LineFilter *)PyTuple_GET_ITEM(start, 1);
+    if (attribute_true(self->hooks, str_interrupt_pending) != 0 ||
+        attribute_true(self->policy, str_stepping) != 0 || attribute_true(self->sink, str_detached) != 0)
+        return NULL;
+    PyObject *version = PyObject_GetAttr(self->policy, str_version);
+    int current = version ? PyObject_RichCompareBool(version, PyTuple_GET_ITEM(start, 0), Py_EQ) : -1;
+    Py_XDECREF(version);
+    if (current != 1)
+        return NULL;
+    Py_INCREF(tracer);
+    PyObject *lasti = PyLong_FromLong(PyFrame_GetLasti(frame));
+    int hot = lasti ? line_is_hot(tracer, lasti) : -1;
+    Py_XDECREF(lasti);
+    if (hot < 0 || lock_acquire(self->book->lock) < 0)
+        goto fail;
+    /* waits while dyndbg is stopped in another thread, which may detach */
+    int detached = attribute_true(self->sink, str_detached);
+    int booked = detached == 0 && book_forget(self->book, (PyObject *)frame) == 0 &&
+                 count_event(self->events, str_start) == 0 &&
+                 book_add(self->book, (PyObject *)frame) == 0;
+    if (lock_release(self->book->lock) < 0 || !booked)
+        goto fail;
+    /* f_trace before f_trace_opcodes: 3.13 starts opcode events only so */
+    if (PyObject_SetAttr((PyObject *)frame, str_f_trace, (PyObject *)tracer) < 0 ||
+        PyObject_SetAttr((PyObject *)frame, str_f_trace_lines, Py_True) < 0 ||
+        PyObject_SetAttr((PyObject *)frame, str_f_trace_opcodes, hot ? Py_True : Py_False) < 0) {
+        book_drop(self->book, (PyObject *)frame);
+        goto fail;
+    }
+    return (PyObject *)tracer;
+fail:
+    Py_DECREF(tracer);
+    return NULL;
 }
 
 /* -- RecordFilter --------------------------------------------------------------------- */
@@ -316,17 +393,21 @@ record_filter_call(RecordFilter *self, PyObject *const *args, size_t nargsf, PyO
 FILTER_TYPE(CalleeFilter, , Py_VISIT(self->slow);, Py_CLEAR(self->slow);)
 FILTER_TYPE(CallFilter, ,
             Py_VISIT(self->generated); Py_VISIT(self->prefixes); Py_VISIT(self->hooks);
-            Py_VISIT(self->policy); Py_VISIT(self->slow); Py_VISIT(self->callee);,
+            Py_VISIT(self->policy); Py_VISIT(self->slow); Py_VISIT(self->callee);
+            Py_VISIT(self->starts); Py_VISIT(self->sink); Py_VISIT(self->events);
+            Py_VISIT(self->book);,
             Py_CLEAR(self->generated); Py_CLEAR(self->prefixes); Py_CLEAR(self->hooks);
-            Py_CLEAR(self->policy); Py_CLEAR(self->slow); Py_CLEAR(self->callee);)
+            Py_CLEAR(self->policy); Py_CLEAR(self->slow); Py_CLEAR(self->callee);
+            Py_CLEAR(self->starts); Py_CLEAR(self->sink); Py_CLEAR(self->events);
+            Py_CLEAR(self->book);)
 FILTER_TYPE(LineFilter, ,
             Py_VISIT(self->offsets); Py_VISIT(self->hot_lines); Py_VISIT(self->line_of);
             Py_VISIT(self->checks); Py_VISIT(self->conditions); Py_VISIT(self->lock);
-            Py_VISIT(self->sink); Py_VISIT(self->release);
+            Py_VISIT(self->sink); Py_VISIT(self->book);
             Py_VISIT(self->events); Py_VISIT(self->slow);,
             Py_CLEAR(self->offsets); Py_CLEAR(self->hot_lines); Py_CLEAR(self->line_of);
             Py_CLEAR(self->checks); Py_CLEAR(self->conditions); Py_CLEAR(self->lock);
-            Py_CLEAR(self->sink); Py_CLEAR(self->release);
+            Py_CLEAR(self->sink); Py_CLEAR(self->book);
             Py_CLEAR(self->events); Py_CLEAR(self->slow);)
 
 FILTER_TYPE(RecordFilter, ,
@@ -337,7 +418,7 @@ FILTER_TYPE(RecordFilter, ,
             Py_CLEAR(self->lock); Py_CLEAR(self->sink); Py_CLEAR(self->events);
             Py_CLEAR(self->after); Py_CLEAR(self->fail); Py_CLEAR(self->slow);)
 
-static PyTypeObject CalleeFilterType, CallFilterType, LineFilterType, RecordFilterType;
+static PyTypeObject CalleeFilterType, CallFilterType, RecordFilterType;
 
 /* The filters' constructors, as module functions (their arguments checked). */
 static PyObject *
@@ -355,9 +436,11 @@ callee_filter(PyObject *module, PyObject *slow)
 static PyObject *
 call_filter(PyObject *module, PyObject *args)
 {
-    PyObject *generated, *prefixes, *hooks, *policy, *slow, *callee;
-    if (!PyArg_ParseTuple(args, "O!O!OOOO", &PyDict_Type, &generated, &PyTuple_Type, &prefixes,
-                          &hooks, &policy, &slow, &callee))
+    PyObject *generated, *prefixes, *hooks, *policy, *slow, *callee, *starts, *sink, *events,
+        *book;
+    if (!PyArg_ParseTuple(args, "O!O!OOOOO!OO!O!", &PyDict_Type, &generated, &PyTuple_Type,
+                          &prefixes, &hooks, &policy, &slow, &callee, &PyDict_Type, &starts,
+                          &sink, &PyDict_Type, &events, &FrameBookType, &book))
         return NULL;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(prefixes); i++)
         if (!PyUnicode_Check(PyTuple_GET_ITEM(prefixes, i)))
@@ -372,6 +455,10 @@ call_filter(PyObject *module, PyObject *args)
     self->policy = Py_NewRef(policy);
     self->slow = Py_NewRef(slow);
     self->callee = Py_NewRef(callee);
+    self->starts = Py_NewRef(starts);
+    self->sink = Py_NewRef(sink);
+    self->events = Py_NewRef(events);
+    self->book = (FrameBook *)Py_NewRef(book);
     PyObject_GC_Track(self);
     return (PyObject *)self;
 }
@@ -379,13 +466,13 @@ call_filter(PyObject *module, PyObject *args)
 static PyObject *
 line_filter(PyObject *module, PyObject *args)
 {
-    PyObject *offsets, *hot_lines, *line_of, *checks, *conditions, *lock, *sink, *release,
+    PyObject *offsets, *hot_lines, *line_of, *checks, *conditions, *lock, *sink, *book,
         *events, *slow;
     int all_opcodes;
     Py_ssize_t done_from;
-    if (!PyArg_ParseTuple(args, "OOO!pnO!OOOOO!O", &offsets, &hot_lines, &PyDict_Type, &line_of,
+    if (!PyArg_ParseTuple(args, "OOO!pnO!OOOO!O!O", &offsets, &hot_lines, &PyDict_Type, &line_of,
                           &all_opcodes, &done_from, &PyDict_Type, &checks, &conditions, &lock,
-                          &sink, &release, &PyDict_Type, &events, &slow))
+                          &sink, &FrameBookType, &book, &PyDict_Type, &events, &slow))
         return NULL;
     if (!PyAnySet_Check(offsets) || !PyAnySet_Check(hot_lines))
         return PyErr_Format(PyExc_TypeError, "line_filter: offsets and hot_lines are sets");
@@ -402,7 +489,7 @@ line_filter(PyObject *module, PyObject *args)
     self->conditions = Py_NewRef(conditions);
     self->lock = Py_NewRef(lock);
     self->sink = Py_NewRef(sink);
-    self->release = Py_NewRef(release);
+    self->book = (FrameBook *)Py_NewRef(book);
     self->events = Py_NewRef(events);
     self->slow = Py_NewRef(slow);
     PyObject_GC_Track(self);
@@ -453,12 +540,14 @@ FILTER_TYPE_OBJECT(LineFilter, "a _line_tracer's filter (settrace.py)")
 FILTER_TYPE_OBJECT(RecordFilter, "_local_trace's filter while only recording (settrace.py)")
 
 static PyMethodDef methods[] = {
+    {"frame_book", frame_book, METH_VARARGS, "frame_book(active, thread, keyed, hooks, lock)"},
     {"callee_filter", callee_filter, METH_O, "callee_filter(_callee_trace)"},
     {"call_filter", call_filter, METH_VARARGS,
-     "call_filter(generated, prefixes, hooks, policy, _global_trace, callee_filter)"},
+     "call_filter(generated, prefixes, hooks, policy, _global_trace, callee_filter, starts, "
+     "engine, events, frame_book)"},
     {"line_filter", line_filter, METH_VARARGS,
      "line_filter(offsets, hot_lines, line_of, all_opcodes, done_from, checks, conditions, "
-     "lock, engine, _release, events, line_tracer)"},
+     "lock, engine, frame_book, events, line_tracer)"},
     {"record_filter", record_filter, METH_VARARGS,
      "record_filter(record, spec, armed, lock, engine, events, after_record, _fail, "
      "_local_trace)"},
@@ -483,19 +572,18 @@ PyInit__settrace(void)
     if (intern(&str_call, "call") || intern(&str_line, "line") || intern(&str_opcode, "opcode") ||
         intern(&str_exception, "exception") ||
         intern(&str_interrupt_pending, "interrupt_pending") ||
-        intern(&str_failed_calls, "failed_calls") || intern(&str_f_trace_lines, "f_trace_lines") ||
-        intern(&str_f_trace_opcodes, "f_trace_opcodes") ||
-        intern(&str_instruction, "instruction") || intern(&str_detached, "detached") ||
-        intern(&str_f_trace, "f_trace") || recording_init() < 0)
+        intern(&str_failed_calls, "failed_calls") || intern(&str_instruction, "instruction") ||
+        intern(&str_detached, "detached") || intern(&str_stepping, "stepping") ||
+        intern(&str_version, "version") || intern(&str_start, "start") ||
+        recording_init() < 0 || framebook_init() < 0)
         return NULL;
     if (PyType_Ready(&CalleeFilterType) < 0 || PyType_Ready(&CallFilterType) < 0 ||
-        PyType_Ready(&LineFilterType) < 0 || PyType_Ready(&RecordFilterType) < 0)
+        PyType_Ready(&LineFilterType) < 0 || PyType_Ready(&RecordFilterType) < 0 ||
+        PyType_Ready(&FrameBookType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && PyModule_AddObject(m, "RecordFilterType",
-                                        Py_NewRef((PyObject *)&RecordFilterType)) < 0) {
-        Py_DECREF(&RecordFilterType);
+    if (m != NULL && (PyModule_AddObjectRef(m, "RecordFilterType", (PyObject *)&RecordFilterType) < 0 ||
+                      PyModule_AddObjectRef(m, "LineFilterType", (PyObject *)&LineFilterType) < 0))
         Py_CLEAR(m);
-    }
     return m;
 }

@@ -61,9 +61,6 @@ class Engine:
         self.detached = False
         self.hooks = DynamoHooks(self.registry, self._on_code_start, self._suspend,
                                  self._resume, self.internal_error, force_fallback)
-        self.tracer: Tracer = make_tracer(self, frontend.message)
-        self.registry.on_add = self._code_added
-        self.interrupts = Interrupts(self, frontend.message)
         self.snapshots = Snapshots()    # the stacks read, for exception stops and `up`
         self.failures = FailureLog()                   # for post_mortem()
         self.history = History()                       # `record on`: what ran, to step back
@@ -71,6 +68,12 @@ class Engine:
                                     self.breakpoints, self.conditions, self.hooks, self.info_for)
         self._entry_locals: dict[int, dict] = {}       # id(frame) -> its arguments at the start
         self._stopped_in: set[int] = set()             # ids of live frames that have stopped
+        # Before the tracer: its compiled core empties these at a frame's start and end.
+        self.frame_keyed = (self._entry_locals, self._stopped_in, self.snapshots.by_frame,
+                            self.history.tracks)
+        self.tracer: Tracer = make_tracer(self, frontend.message)
+        self.registry.on_add = self._code_added
+        self.interrupts = Interrupts(self, frontend.message)
         self.at_prompt = False
         self._generated = self.registry.by_id          # for the hot paths: id(code) -> entry
         self._stopped_exception: BaseException | None = None
@@ -259,22 +262,29 @@ class Engine:
     # -- events (delivered by the tracing mechanism) -------------------------------
     def on_frame_start(self, frame: types.FrameType) -> None:
         """A traced generated frame starts: its arguments as the guards saw
-        them, before the code changes them."""
-        key = id(frame)
-        self._entry_locals[key] = dict(frame.f_locals)
-        self._stopped_in.discard(key)
-        self.snapshots.drop(frame)
-        self.history.frame_done(frame)   # a new frame may reuse a finished one's id
+        them, before the code changes them (where the code never rebinds them,
+        they are read at a stop instead, as _stop does)."""
+        self.forget(frame)   # a new frame may reuse a finished one's id
+        entry = self._generated.get(id(frame.f_code))
+        if entry is None or not keeps_arguments(entry):
+            self._entry_locals[id(frame)] = dict(frame.f_locals)
         if self.policy.tracing:
             self._trace(TraceKind.ENTER, frame)
 
+    def start_only_forgets(self, entry: GeneratedCode) -> bool:
+        """on_frame_start of a frame of `entry` does no more than forget: a
+        mechanism may do that itself (the compiled core, settrace.c)."""
+        return keeps_arguments(entry) and not self.policy.tracing
+
     def forget(self, frame: types.FrameType) -> None:
-        """The frame can stop no more (it returned, or was released)."""
+        """The frame can stop no more (it returned, or was released): what is
+        kept by its id goes (the compiled core does the same, settrace.c)."""
         key = id(frame)
-        self.snapshots.drop(frame)
-        self.history.frame_done(frame)
-        self._entry_locals.pop(key, None)
-        self._stopped_in.discard(key)
+        for keyed in self.frame_keyed:
+            if isinstance(keyed, set):
+                keyed.discard(key)
+            else:
+                keyed.pop(key, None)
 
     def on_return(self, frame: types.FrameType, value: object = None) -> None:
         """The frame returns `value`, or is left by an exception."""

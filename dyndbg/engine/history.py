@@ -134,7 +134,7 @@ class History:
         self._records: collections.deque[Record] = collections.deque()
         self._keeper = ValueKeeper(Limits(DEFAULT_COPY_LIMIT, DEFAULT_MEMORY))
         self._next = 0
-        self._tracks: dict[int, _Track] = {}  # id(live recorded frame) -> what it last kept
+        self.tracks: dict[int, _Track] = {}  # id(live recorded frame) -> what it last kept
         self.dropped = 0
         self.unreadable = 0
         self._dropped_since_sweep = 0
@@ -142,7 +142,7 @@ class History:
         # The compiled record reads and sets a track's fields directly.
         self._track_type = _Track if compiled is None else compiled.Track
         self._recorder = None if compiled is None else compiled.Recorder(
-            self, self._records, self._tracks, self._new_track, self._keeper.keep, Record,
+            self, self._records, self.tracks, self._new_track, self._keeper.keep, Record,
             KEEPS_VALUES_OPNAMES, NULL, StackUnavailable, _Copy, VOLATILE, AS_IS,
             self._keeper.copies_by_id, frozenset(PLAIN_TENSOR_TYPES), _Items,
             (CONTAINER_ITEMS, CONTAINER_DEPTH))
@@ -226,7 +226,7 @@ class History:
                 except ValueError:   # an empty cell: unbound
                     slots[i] = NULL
         key = id(frame)
-        track = self._tracks.get(key)
+        track = self.tracks.get(key)
         if track is None:
             track = self._new_track(frame)
         seq = self._next
@@ -249,14 +249,14 @@ class History:
 
     def _new_track(self, frame: types.FrameType) -> _Track:
         """A frame recorded for the first time."""
-        track = self._tracks[id(frame)] = self._track_type(self._caller_of(frame))
+        track = self.tracks[id(frame)] = self._track_type(self._caller_of(frame))
         return track
 
     def _caller_of(self, frame: types.FrameType) -> int:
         """The newest record of the innermost recorded frame below `frame`."""
         back = frame.f_back
         while back is not None:
-            track = self._tracks.get(id(back))
+            track = self.tracks.get(id(back))
             if track is not None:
                 return track.newest
             back = back.f_back
@@ -266,11 +266,12 @@ class History:
         """`record off`: what is held stays; the live frames are forgotten
         (their ends are no longer seen, and a later frame may reuse an id)."""
         self.on = False
-        self._tracks.clear()
+        self.tracks.clear()
 
     def frame_done(self, frame: types.FrameType) -> None:
-        """The frame returned (or was left by an exception): its id may be reused."""
-        self._tracks.pop(id(frame), None)
+        """The frame returned (or was left by an exception): its id may be reused.
+        (The engine empties `tracks` itself, with what else it keeps by frame.)"""
+        self.tracks.pop(id(frame), None)
 
     def _trim(self) -> None:
         records = self._records
@@ -311,7 +312,7 @@ class History:
         return self._records[seq - self._records[0].seq]
 
     def newest_of(self, frame: types.FrameType) -> Record | None:
-        track = self._tracks.get(id(frame))
+        track = self.tracks.get(id(frame))
         return None if track is None else self.by_seq(track.newest)
 
     def stack_before(self, frame: types.FrameType) -> list[object] | None:
@@ -346,4 +347,4 @@ class History:
     def clear(self) -> None:
         self._records.clear()
         self._keeper.clear()
-        self._tracks.clear()
+        self.tracks.clear()

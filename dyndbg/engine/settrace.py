@@ -62,19 +62,28 @@ class SettraceTracer:
         self._tracers: dict[int, tuple] = {}           # id(code) -> (ArmingPlan, line tracer)
         self._cache_version: object = None             # the policy's version of both
         self._line_tracer_shielded = False
+        # id(code) -> (policy version, its line filter): the frame starts the
+        # compiled core makes by itself (_leave_starts).
+        self._starts: dict[int, tuple[object, object]] = {}
         # What sys.settrace installs: the compiled core's filter in front of
         # _global_trace, or _global_trace itself (cores.py).
         self._compiled = cores.settrace()
-        self._installed_trace = self._global_trace if self._compiled is None else \
-            self._compiled.call_filter(self._generated, RESUME_PREFIXES, self.hooks, self.policy,
-                                       self._global_trace,
-                                       self._compiled.callee_filter(self._callee_trace))
+        if self._compiled is None:
+            self._installed_trace = self._global_trace
+        else:   # the compiled core books frames in the same places (_add, _drop, forget)
+            self._book = self._compiled.frame_book(self.active, self._thread, sink.frame_keyed,
+                                                   self.hooks, ENGINE_LOCK)
+            self._installed_trace = self._compiled.call_filter(
+                self._generated, RESUME_PREFIXES, self.hooks, self.policy, self._global_trace,
+                self._compiled.callee_filter(self._callee_trace), self._starts, sink,
+                self.events, self._book)
 
     # -- the Tracer interface ---------------------------------------------------
     def start(self) -> None:
         prepare_settrace()
         self.hooks.shield(self._global_trace, self._local_trace, self._callee_trace,
-                          self._new_thread_trace, self._fail, self._release)
+                          self._new_thread_trace, self._fail, self._release,
+                          type(self.policy).version.fget)   # the call filter reads it
         if not self.hooks.has_callback:
             self._install()
             # No callback to install the trace where generated code is about to run:
@@ -89,6 +98,7 @@ class SettraceTracer:
             self._new_threads = False
             threading.settrace(None)  # type: ignore[arg-type]
         self._uninstall()
+        self._starts.clear()
         for frame in list(self.active):
             frame.f_trace = None
             frame.f_trace_opcodes = False
@@ -196,6 +206,7 @@ class SettraceTracer:
         if self._cache_version != version:
             self._levels.clear()
             self._tracers.clear()
+            self._starts.clear()
             self._cache_version = version
 
     def _arm_frame(self, frame: types.FrameType, entry: GeneratedCode, level: TraceLevel) -> None:
@@ -293,10 +304,21 @@ class SettraceTracer:
                 self._add(frame)
                 self.sink.on_frame_start(frame)
                 self._arm_frame(frame, entry, level)
+                if level is TraceLevel.ARMED and self._compiled is not None:
+                    self._leave_starts(frame, entry)
                 return frame.f_trace
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
             return None
+
+    def _leave_starts(self, frame: types.FrameType, entry: GeneratedCode) -> None:
+        """The compiled call filter starts the code's next frames by itself
+        while the policy's version stays, where a start is what this one
+        was: armed by a compiled line filter (trace_level ARMED is the same
+        for every frame of a code), and the engine's start only forgets."""
+        if type(frame.f_trace) is self._compiled.LineFilterType and \
+                self.sink.start_only_forgets(entry):
+            self._starts[id(entry.code)] = (self.policy.version, frame.f_trace)
 
     def _callee_trace(self, frame: types.FrameType, event: str, arg: object) -> None:
         """--post-mortem: the local trace of a function called by generated code."""
@@ -355,7 +377,7 @@ class SettraceTracer:
         installed = self._compiled.line_filter(
             offsets, hot_lines, line_of, bool(plan.all_opcodes), done_from,
             self.sink.fast_paths.condition_checks(entry), self.sink.conditions, ENGINE_LOCK,
-            self.sink, self._release, events, tracer)
+            self.sink, self._book, events, tracer)
         return installed
 
     def _dispatch(self, frame: types.FrameType, event: str, arg: object) -> None:

@@ -11,13 +11,13 @@ from dyndbg.cpython import StackUnavailable, instruction_start, read_suspended_s
 class Snapshots:
     def __init__(self) -> None:
         # id(frame) -> (f_lasti, the stack before that instruction): the last one read
-        self._by_frame: dict[int, tuple[int, list[object]]] = {}
+        self.by_frame: dict[int, tuple[int, list[object]]] = {}
 
     def __len__(self) -> int:
-        return len(self._by_frame)
+        return len(self.by_frame)
 
     def keep(self, frame: types.FrameType, stack: list[object]) -> None:
-        self._by_frame[id(frame)] = (frame.f_lasti, stack)
+        self.by_frame[id(frame)] = (frame.f_lasti, stack)
 
     def keep_suspended(self, frame: types.FrameType) -> None:
         """A frame suspended in a call: its stack as before that call."""
@@ -26,15 +26,12 @@ class Snapshots:
         except StackUnavailable:
             pass
 
-    def drop(self, frame: types.FrameType) -> None:
-        self._by_frame.pop(id(frame), None)
-
     def clear(self) -> None:
-        self._by_frame.clear()
+        self.by_frame.clear()
 
     def before_current(self, frame: types.FrameType) -> list[object] | None:
         """The stack before `frame`'s current instruction, if it was read."""
-        snapshot = self._by_frame.get(id(frame))
+        snapshot = self.by_frame.get(id(frame))
         if snapshot is None:
             return None
         lasti = frame.f_lasti  # at an exception event it may point into the inline cache

@@ -63,7 +63,7 @@ def run(program: str) -> None:
     shadow = history_module.History()
     shadow._recorder = None         # the pure-Python core's record
     shadow.on = True
-    record, frame_done, pause = live.record, live.frame_done, live.pause
+    record, forget, pause = live.record, engine.forget, live.pause
 
     def python_reader(read, frame):  # noqa: ANN001, ANN202
         reader = valuestack._reader
@@ -112,15 +112,16 @@ def run(program: str) -> None:
         if not same(a.slots, b.slots):
             note(f"locals differ at {where}: {a.slots!r} / {b.slots!r}"[:300])
 
-    def both_done(frame):  # noqa: ANN001, ANN202
-        frame_done(frame)
+    def both_forget(frame):  # noqa: ANN001, ANN202
+        """The engine forgets a frame (it empties the live history's tracks of it)."""
+        forget(frame)
         shadow.frame_done(frame)
 
     def both_pause():  # noqa: ANN202
         pause()
         shadow.pause()
 
-    live.record, live.frame_done, live.pause = both_record, both_done, both_pause
+    live.record, engine.forget, live.pause = both_record, both_forget, both_pause
     compiled_record, fast_record = live.compiled_record, engine.fast_paths.record
 
     def fast(entry):  # noqa: ANN001, ANN202
