@@ -3,6 +3,7 @@ the same records and stacks on the whole corpus, and without the compiled
 core one line and a debugger that still works."""
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shlex
@@ -93,25 +94,30 @@ def test_with_the_compiled_core_no_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(cores.settrace() is None, reason="no compiled settrace core here")
-def test_both_cores_start_and_release_frames_alike() -> None:
-    """settrace after continue, a breakpoint whose condition holds at one call:
-    the compiled core starts and releases the frames by itself (Python sees
-    the first of each code), and after each call the tracer holds what the
+@pytest.mark.parametrize("mode", ["breakpoint", "post-mortem"])
+def test_both_cores_start_and_release_frames_alike(mode: str) -> None:
+    """settrace after continue, with a breakpoint whose condition holds at one
+    call, or with --post-mortem's tracing of calls: the compiled core
+    installs the trace, starts and ends the frames by itself (Python sees the
+    first frames of each code), and after each call the tracer holds what the
     Python core's does: no frame, no trace, the same starts, hits and stops."""
     def run(core: str) -> list[str]:
-        proc = subprocess.run([sys.executable, str(ROOT / "tests" / "programs" / "book_frames.py")],
+        proc = subprocess.run([sys.executable, str(ROOT / "tests" / "programs" / "book_frames.py"),
+                               *([mode] if mode == "post-mortem" else [])],
                               capture_output=True, text=True, cwd=ROOT, timeout=TIMEOUT,
                               env=_env(extra={"DYNDBG_CORE": core, "DYNDBG_TRACER": "settrace"}))
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
         return proc.stdout.splitlines()
 
     python, compiled = run("python"), run("c")
-    *same, started = compiled
-    assert same == python[:-1]
-    calls = [line for line in same if line.startswith("call ")]
+    assert compiled[:-1] == python[:-1]
+    calls = [line for line in python if line.startswith("call ")]
     assert calls == [f"call {n}: active 0, frames 0, traced False, starts {2 * n}, "
-                     f"x {[2.0 ** (n + 2) - 1] * 3}" for n in range(1, 9)], same
-    assert same[-2:] == ["hits [16]", "stops ['9', '10'] ['105', '205']"], same
-    # The Python core starts all 16 in Python; the compiled one the first of each code.
-    assert python[-1] == "STARTED IN PYTHON 16" and started in (
-        "STARTED IN PYTHON 2", "STARTED IN PYTHON 3", "STARTED IN PYTHON 4"), started
+                     f"x {[2.0 ** (n + 2) - 1] * 3}" for n in range(1, 9)], python
+    hits, stops = ("[16]", "['9', '10'] ['105', '205']") if mode == "breakpoint" else \
+        ("[]", "[] []")
+    assert python[-3:-1] == [f"hits {hits} frames left 0 0 False", f"stops {stops}"], python
+    # The Python core starts all 16 frames in Python; the compiled one the first few.
+    assert python[-1] == "IN PYTHON {'starts': 16, 'code starts': 16}", python[-1]
+    in_c = ast.literal_eval(compiled[-1].removeprefix("IN PYTHON "))
+    assert in_c["starts"] <= 4 and in_c["code starts"] <= 4, compiled[-1]

@@ -68,6 +68,7 @@ class DynamoHooks:
         self._callback_active = False
         self._handle = None
         self._previous_callback = None
+        self._callback: Callable[[types.CodeType], None] = self._code_callback   # what torch calls
 
     # -- installation -----------------------------------------------------
     def shield(self, *functions: Callable[..., object] | types.CodeType) -> None:
@@ -86,7 +87,7 @@ class DynamoHooks:
             try:
                 from torch._C._dynamo import eval_frame
                 self._previous_callback = eval_frame.get_bytecode_debugger_callback()
-                eval_frame.set_bytecode_debugger_callback(self._code_callback)
+                eval_frame.set_bytecode_debugger_callback(self._callback)
                 self.has_callback = True
                 self._callback_active = True
             except (ImportError, AttributeError):
@@ -99,8 +100,20 @@ class DynamoHooks:
             return
         from torch._C._dynamo import eval_frame
         eval_frame.set_bytecode_debugger_callback(
-            self._code_callback if active else self._previous_callback)
+            self._callback if active else self._previous_callback)
         self._callback_active = active
+
+    def put_in_front(self, make: Callable[[Callable[[types.CodeType], None]],
+                                          Callable[[types.CodeType], None]]) -> None:
+        """torch calls make(callback) instead: a compiled filter that answers
+        the common calls itself and hands the others to the callback, which
+        catches everything (the settrace mechanism's, _settrace.c)."""
+        if not self.has_callback:
+            return
+        self._callback = make(self._code_callback)
+        if self._callback_active:
+            from torch._C._dynamo import eval_frame
+            eval_frame.set_bytecode_debugger_callback(self._callback)
 
     def uninstall(self) -> None:
         """Stop receiving events (the engine detaches). The Python hooks stay

@@ -34,6 +34,7 @@ from dyndbg.engine.control import PASSES_THROUGH
 from dyndbg.engine.modes import TraceLevel
 from dyndbg.engine.threads import ENGINE_LOCK, in_main_thread
 from dyndbg.engine.tracer import EventSink
+from dyndbg.faults import FAULTS_ON
 
 
 class _ThreadState(threading.local):
@@ -77,13 +78,21 @@ class SettraceTracer:
                 self._generated, RESUME_PREFIXES, self.hooks, self.policy, self._global_trace,
                 self._compiled.callee_filter(self._callee_trace), self._starts, sink,
                 self.events, self._book)
+            # A frame traced for its calls: its return while continuing is booked in C.
+            self._return_filter = self._compiled.return_filter(
+                self._book, self.policy, sink, self.events, sink.on_idle, self._local_trace)
 
     # -- the Tracer interface ---------------------------------------------------
     def start(self) -> None:
         prepare_settrace()
         self.hooks.shield(self._global_trace, self._local_trace, self._callee_trace,
                           self._new_thread_trace, self._fail, self._release,
-                          type(self.policy).version.fget)   # the call filter reads it
+                          # called from the compiled filters
+                          type(self.policy).version.fget, self.sink.on_idle)
+        if self._compiled is not None and not FAULTS_ON:   # a fault is injected in Python
+            self.hooks.put_in_front(lambda callback: self._compiled.code_filter(
+                self._generated, self._starts, self.hooks, self.policy, self.sink,
+                self._thread, sys.settrace, self._installed_trace, callback))
         if not self.hooks.has_callback:
             self._install()
             # No callback to install the trace where generated code is about to run:
@@ -226,6 +235,8 @@ class SettraceTracer:
             frame.f_trace = self._local_trace
             if level is TraceLevel.EVERY and self._compiled is not None:
                 frame.f_trace = self._record_filter(frame, entry) or self._local_trace
+            elif level is TraceLevel.CALLS and self._compiled is not None:
+                frame.f_trace = self._return_filter
             frame.f_trace_lines = False
             frame.f_trace_opcodes = level is TraceLevel.EVERY
 
@@ -304,20 +315,25 @@ class SettraceTracer:
                 self._add(frame)
                 self.sink.on_frame_start(frame)
                 self._arm_frame(frame, entry, level)
-                if level is TraceLevel.ARMED and self._compiled is not None:
-                    self._leave_starts(frame, entry)
+                if self._compiled is not None:
+                    self._leave_starts(frame, entry, level)
                 return frame.f_trace
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
             return None
 
-    def _leave_starts(self, frame: types.FrameType, entry: GeneratedCode) -> None:
+    def _leave_starts(self, frame: types.FrameType, entry: GeneratedCode,
+                      level: TraceLevel) -> None:
         """The compiled call filter starts the code's next frames by itself
-        while the policy's version stays, where a start is what this one
-        was: armed by a compiled line filter (trace_level ARMED is the same
-        for every frame of a code), and the engine's start only forgets."""
-        if type(frame.f_trace) is self._compiled.LineFilterType and \
-                self.sink.start_only_forgets(entry):
+        while the policy's version stays, where each would start as this one
+        did and the engine's start only forgets: armed by a compiled line
+        filter (ARMED depends on the code alone), or traced for its calls
+        under --post-mortem (CALLS then, whatever the frame)."""
+        same_for_all = level is TraceLevel.ARMED and \
+            type(frame.f_trace) is self._compiled.LineFilterType or \
+            level is TraceLevel.CALLS and self.policy.failed_calls and \
+            frame.f_trace is self._return_filter
+        if same_for_all and self.sink.start_only_forgets(entry):
             self._starts[id(entry.code)] = (self.policy.version, frame.f_trace)
 
     def _callee_trace(self, frame: types.FrameType, event: str, arg: object) -> None:
