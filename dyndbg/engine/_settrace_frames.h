@@ -184,18 +184,17 @@ return_decision(ReturnFilter *self, PyFrameObject *frame, PyObject *event)
 {
     if (!is_event(event, str_return))
         return 0;
-    int busy = attribute_true(self->policy, str_stepping);
-    if (busy == 0)
-        busy = attribute_true(self->sink, str_detached);
-    if (busy != 0)
-        return busy < 0 ? -1 : 0;
     FrameBook *book = self->book;
     if (lock_acquire(book->lock) < 0)
         return -1;
     int answered = -1;
-    int detached = attribute_true(self->sink, str_detached);   /* after the wait */
-    if (detached != 0) {
-        answered = detached < 0 ? -1 : 0;     /* detached meanwhile: _dispatch's to do */
+    /* after waiting while dyndbg was stopped in another thread: it may have
+     * detached, or begun stepping or `trace on` */
+    int busy = attribute_true(self->sink, str_detached);
+    if (busy == 0)
+        busy = attribute_true(self->policy, str_stepping);
+    if (busy != 0) {
+        answered = busy < 0 ? -1 : 0;     /* _dispatch's to do */
     } else if (count_event(self->events, str_return) == 0 &&
                book_drop(book, (PyObject *)frame) == 0 &&
                book_forget(book, (PyObject *)frame) == 0) {

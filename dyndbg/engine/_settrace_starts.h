@@ -273,15 +273,9 @@ fast_start(CallFilter *self, PyFrameObject *frame)
     if (!armed && !Py_IS_TYPE(tracer, &ReturnFilterType))
         return NULL;
     if (attribute_true(self->hooks, str_interrupt_pending) != 0 ||
-        attribute_true(self->policy, str_stepping) != 0 ||
         attribute_true(self->sink, str_detached) != 0)
         return NULL;
-    PyObject *version = PyObject_GetAttr(self->policy, str_version);
-    int current = version ? PyObject_RichCompareBool(version, PyTuple_GET_ITEM(start, 0), Py_EQ)
-                          : -1;
-    Py_XDECREF(version);
-    if (current != 1)
-        return NULL;
+    Py_INCREF(start);
     Py_INCREF(tracer);
     int hot = 0;
     if (armed) {
@@ -291,9 +285,18 @@ fast_start(CallFilter *self, PyFrameObject *frame)
     }
     if (hot < 0 || lock_acquire(self->book->lock) < 0)
         goto fail;
-    /* waits while dyndbg is stopped in another thread, which may detach */
-    int detached = attribute_true(self->sink, str_detached);
-    int booked = detached == 0 && book_forget(self->book, (PyObject *)frame) == 0 &&
+    /* After waiting while dyndbg was stopped in another thread, which may
+     * have detached, stepped or changed the breakpoints: as _global_trace
+     * decides under the lock. */
+    int ready = attribute_true(self->sink, str_detached) == 0 &&
+                attribute_true(self->policy, str_stepping) == 0;
+    if (ready) {
+        PyObject *version = PyObject_GetAttr(self->policy, str_version);
+        ready = version != NULL &&
+                PyObject_RichCompareBool(version, PyTuple_GET_ITEM(start, 0), Py_EQ) == 1;
+        Py_XDECREF(version);
+    }
+    int booked = ready && book_forget(self->book, (PyObject *)frame) == 0 &&
                  count_event(self->events, str_start) == 0 &&
                  book_add(self->book, (PyObject *)frame) == 0;
     if (lock_release(self->book->lock) < 0 || !booked)
@@ -305,8 +308,10 @@ fast_start(CallFilter *self, PyFrameObject *frame)
         book_drop(self->book, (PyObject *)frame);
         goto fail;
     }
+    Py_DECREF(start);
     return tracer;
 fail:
+    Py_DECREF(start);
     Py_DECREF(tracer);
     return NULL;
 }

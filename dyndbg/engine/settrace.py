@@ -63,8 +63,8 @@ class SettraceTracer:
         self._tracers: dict[int, tuple] = {}           # id(code) -> (ArmingPlan, line tracer)
         self._cache_version: object = None             # the policy's version of both
         self._line_tracer_shielded = False
-        # id(code) -> (policy version, its line filter): the frame starts the
-        # compiled core makes by itself (_leave_starts).
+        # id(code) -> (policy version, the trace function its frames get): the
+        # frame starts the compiled core makes by itself (_leave_starts).
         self._starts: dict[int, tuple[object, object]] = {}
         # What sys.settrace installs: the compiled core's filter in front of
         # _global_trace, or _global_trace itself (cores.py).
@@ -329,10 +329,10 @@ class SettraceTracer:
         did and the engine's start only forgets: armed by a compiled line
         filter (ARMED depends on the code alone), or traced for its calls
         under --post-mortem (CALLS then, whatever the frame)."""
-        same_for_all = level is TraceLevel.ARMED and \
-            type(frame.f_trace) is self._compiled.LineFilterType or \
-            level is TraceLevel.CALLS and self.policy.failed_calls and \
-            frame.f_trace is self._return_filter
+        same_for_all = (level is TraceLevel.ARMED and
+                        type(frame.f_trace) is self._compiled.LineFilterType) or \
+            (level is TraceLevel.CALLS and self.policy.failed_calls and
+             frame.f_trace is self._return_filter)
         if same_for_all and self.sink.start_only_forgets(entry):
             self._starts[id(entry.code)] = (self.policy.version, frame.f_trace)
 
