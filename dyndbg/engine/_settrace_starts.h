@@ -12,6 +12,36 @@
 #include "_recording.h"
 #include "_settrace_frames.h"
 
+/* -- the starts left to C (settrace.py's _starts) ---------------------------------------- */
+
+/* starts[id(code)], where the code is still generated: a new reference to
+ * its (policy version, trace function) tuple; NULL with no error set if
+ * there is none, or with an error set */
+static PyObject *
+start_of(PyObject *starts, PyObject *generated, PyObject *code)
+{
+    PyObject *key = PyLong_FromVoidPtr(code);    /* id(code) */
+    if (key == NULL)
+        return NULL;
+    PyObject *start = PyDict_GetItemWithError(starts, key);     /* borrowed */
+    int found = start ? PyDict_Contains(generated, key) : 0;
+    Py_DECREF(key);
+    if (found <= 0 || !PyTuple_Check(start) || PyTuple_GET_SIZE(start) != 2)
+        return NULL;
+    return Py_NewRef(start);
+}
+
+/* 1 if the start was left for the policy's version now, 0 if not, -1 */
+static int
+start_is_current(PyObject *policy, PyObject *start)
+{
+    PyObject *version = PyObject_GetAttr(policy, str_version);
+    int current = version ? PyObject_RichCompareBool(version, PyTuple_GET_ITEM(start, 0), Py_EQ)
+                          : -1;
+    Py_XDECREF(version);
+    return current;
+}
+
 /* -- CodeFilter ----------------------------------------------------------------------- */
 
 typedef struct {
@@ -34,15 +64,9 @@ typedef struct {
 static int
 code_decision(CodeFilter *self, PyObject *code)
 {
-    PyObject *key = PyLong_FromVoidPtr(code);
-    if (key == NULL)
-        return -1;
-    PyObject *start = PyDict_GetItemWithError(self->starts, key);     /* borrowed */
-    int generated = start ? PyDict_Contains(self->generated, key) : 0;
-    Py_DECREF(key);
-    if (generated <= 0 || !PyTuple_Check(start) || PyTuple_GET_SIZE(start) != 2)
-        return generated < 0 ? -1 : 0;
-    Py_INCREF(start);
+    PyObject *start = start_of(self->starts, self->generated, code);
+    if (start == NULL)
+        return PyErr_Occurred() ? -1 : 0;
     int answered = -1;
     int busy = attribute_true(self->sink, str_detached);
     if (busy == 0)
@@ -53,10 +77,7 @@ code_decision(CodeFilter *self, PyObject *code)
         answered = busy < 0 ? -1 : 0;
         goto done;
     }
-    PyObject *version = PyObject_GetAttr(self->policy, str_version);
-    int current = version ? PyObject_RichCompareBool(version, PyTuple_GET_ITEM(start, 0), Py_EQ)
-                          : -1;
-    Py_XDECREF(version);
+    int current = start_is_current(self->policy, start);
     if (current != 1) {
         answered = current < 0 ? -1 : 0;
         goto done;
@@ -169,7 +190,7 @@ typedef struct {
     PyObject *policy;       /* .failed_calls */
     PyObject *slow;         /* _global_trace */
     PyObject *callee;       /* the CalleeFilter */
-    PyObject *starts;       /* id(code) -> (policy.version, LineFilter): starts done here */
+    PyObject *starts;       /* id(code) -> (policy.version, its trace function): done here */
     PyObject *sink;         /* the engine: .detached */
     PyObject *events;       /* the tracer's Counter */
     FrameBook *book;
@@ -259,23 +280,18 @@ static PyObject *
 fast_start(CallFilter *self, PyFrameObject *frame)
 {
     PyCodeObject *code = PyFrame_GetCode(frame);
-    PyObject *key = PyLong_FromVoidPtr(code);
+    PyObject *start = start_of(self->starts, self->generated, (PyObject *)code);
     Py_DECREF(code);
-    if (key == NULL)
-        return NULL;
-    PyObject *start = PyDict_GetItemWithError(self->starts, key);     /* borrowed */
-    int generated = start ? PyDict_Contains(self->generated, key) : 0;
-    Py_DECREF(key);
-    if (generated <= 0 || !PyTuple_Check(start) || PyTuple_GET_SIZE(start) != 2)
+    if (start == NULL)
         return NULL;
     PyObject *tracer = PyTuple_GET_ITEM(start, 1);
     int armed = Py_IS_TYPE(tracer, &LineFilterType);    /* else it traces the calls only */
-    if (!armed && !Py_IS_TYPE(tracer, &ReturnFilterType))
+    if ((!armed && !Py_IS_TYPE(tracer, &ReturnFilterType)) ||
+        attribute_true(self->hooks, str_interrupt_pending) != 0 ||
+        attribute_true(self->sink, str_detached) != 0) {
+        Py_DECREF(start);
         return NULL;
-    if (attribute_true(self->hooks, str_interrupt_pending) != 0 ||
-        attribute_true(self->sink, str_detached) != 0)
-        return NULL;
-    Py_INCREF(start);
+    }
     Py_INCREF(tracer);
     int hot = 0;
     if (armed) {
@@ -290,12 +306,8 @@ fast_start(CallFilter *self, PyFrameObject *frame)
      * decides under the lock. */
     int ready = attribute_true(self->sink, str_detached) == 0 &&
                 attribute_true(self->policy, str_stepping) == 0;
-    if (ready) {
-        PyObject *version = PyObject_GetAttr(self->policy, str_version);
-        ready = version != NULL &&
-                PyObject_RichCompareBool(version, PyTuple_GET_ITEM(start, 0), Py_EQ) == 1;
-        Py_XDECREF(version);
-    }
+    if (ready)
+        ready = start_is_current(self->policy, start) == 1;
     int booked = ready && book_forget(self->book, (PyObject *)frame) == 0 &&
                  count_event(self->events, str_start) == 0 &&
                  book_add(self->book, (PyObject *)frame) == 0;
