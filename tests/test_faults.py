@@ -216,7 +216,7 @@ held += [o for o in gc.get_referents(*vars(engine.tracer).values())
 events = engine.tracer.events
 print("LEAK " + json.dumps({"dyndbg_growth_bytes": growth,
       "active": len(getattr(engine.tracer, "active", ())),
-      "snapshots": len(engine.snapshots), "entry_locals": len(engine._entry_locals),
+      "snapshots": len(engine.snapshots), "entry_locals": len(engine.frames.entry_locals),
       "frames_held": len(held), "checks": events["line"] + events["instruction"]}))
 '''
 

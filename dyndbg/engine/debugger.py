@@ -12,7 +12,7 @@ import types
 from typing import Protocol
 
 from dyndbg import cores
-from dyndbg.cpython import StackUnavailable, argument_names, read_value_stack, stack_support
+from dyndbg.cpython import StackUnavailable, read_value_stack, stack_support
 from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
 from dyndbg.dynamo.edits import EDITS
 from dyndbg.dynamo.markers import torch_has_marker
@@ -21,6 +21,7 @@ from dyndbg.engine.codeinfo import CodeInfo, Instr, code_info
 from dyndbg.engine.conditions import Conditions
 from dyndbg.engine.control import ConditionInterrupted, DyndbgQuit
 from dyndbg.engine.fast_paths import FastPaths
+from dyndbg.engine.frame_memory import FrameMemory
 from dyndbg.engine.history import History
 from dyndbg.engine.interrupts import Interrupts
 from dyndbg.engine.modes import Mode, StepKind
@@ -66,11 +67,9 @@ class Engine:
         self.history = History()                       # `record on`: what ran, to step back
         self.fast_paths = FastPaths(lambda: self._mode.stepping, self.policy, self.history,
                                     self.breakpoints, self.conditions, self.hooks, self.info_for)
-        self._entry_locals: dict[int, dict] = {}       # id(frame) -> its arguments at the start
-        self._stopped_in: set[int] = set()             # ids of live frames that have stopped
+        self.frames = FrameMemory(self.snapshots, self.history)
         # Before the tracer: its compiled core empties these at a frame's start and end.
-        self.frame_keyed = (self._entry_locals, self._stopped_in, self.snapshots.by_frame,
-                            self.history.tracks)
+        self.frame_keyed = self.frames.keyed
         self.tracer: Tracer = make_tracer(self, frontend.message)
         self.registry.on_add = self._code_added
         self.interrupts = Interrupts(self, frontend.message)
@@ -101,8 +100,7 @@ class Engine:
         self.failures.clear()
         self.history.on = self.policy.history = False
         self.history.clear()
-        self._entry_locals.clear()
-        self._stopped_in.clear()
+        self.frames.clear()
         self._stopped_exception = None
         self.tracer.stop()
         EDITS.end_session(self.frontend.message)
@@ -261,13 +259,8 @@ class Engine:
 
     # -- events (delivered by the tracing mechanism) -------------------------------
     def on_frame_start(self, frame: types.FrameType) -> None:
-        """A traced generated frame starts: its arguments as the guards saw
-        them, before the code changes them (where the code never rebinds them,
-        they are read at a stop instead, as _stop does)."""
-        self.forget(frame)   # a new frame may reuse a finished one's id
-        entry = self._generated.get(id(frame.f_code))
-        if entry is None or not keeps_arguments(entry):
-            self._entry_locals[id(frame)] = dict(frame.f_locals)
+        """A traced generated frame starts (a new frame may reuse a finished one's id)."""
+        self.frames.start(frame, self._generated.get(id(frame.f_code)))
         if self.policy.tracing:
             self._trace(TraceKind.ENTER, frame)
 
@@ -279,12 +272,7 @@ class Engine:
     def forget(self, frame: types.FrameType) -> None:
         """The frame can stop no more (it returned, or was released): what is
         kept by its id goes (the compiled core does the same, settrace.c)."""
-        key = id(frame)
-        for keyed in self.frame_keyed:
-            if isinstance(keyed, set):
-                keyed.discard(key)
-            else:
-                keyed.pop(key, None)
+        self.frames.forget(frame)
 
     def on_return(self, frame: types.FrameType, value: object = None) -> None:
         """The frame returns `value`, or is left by an exception."""
@@ -298,12 +286,6 @@ class Engine:
         """No traced generated frame is running (or the exception that stopped
         one was handled): the next exception is a new one."""
         self._stopped_exception = None
-
-    def _read_stack(self, frame: types.FrameType) -> tuple[list[object] | None, str]:
-        try:
-            return read_value_stack(frame), ""
-        except StackUnavailable as why:
-            return None, str(why)
 
     def on_instruction(self, frame: types.FrameType) -> None:
         """Before the instruction at frame.f_lasti runs: stop there if a
@@ -331,7 +313,10 @@ class Engine:
         def stack() -> list[object] | None:
             """The value stack, read once and only if something needs it."""
             if not read:
-                read.append(self._read_stack(frame))
+                try:
+                    read.append((read_value_stack(frame), ""))
+                except StackUnavailable as why:
+                    read.append((None, str(why)))
             return read[0][0]
 
         # For an exception stop; `trace on` saw the instruction too, so its
@@ -369,7 +354,7 @@ class Engine:
             stack = self.history.stack_before(frame)
         self.failures.record(frame, stack)
         if not self.policy.exception_stops(entry, frame, self._mode.stepping,
-                                           id(frame) in self._stopped_in):
+                                           self.frames.has_stopped(frame)):
             return  # traced only to record or to show
         self._stopped_exception = exc
         note = "before the failing instruction" if stack is not None else \
@@ -394,14 +379,7 @@ class Engine:
         return True
 
     def _stop(self, stop: Stop) -> None:
-        key = id(stop.frame)
-        stop.first_in_frame = key not in self._stopped_in
-        stop.entry_locals = self._entry_locals.get(key)
-        if stop.entry_locals is None and keeps_arguments(stop.entry):
-            frame_locals = stop.frame.f_locals
-            stop.entry_locals = {name: frame_locals[name] for name in
-                                 argument_names(stop.frame.f_code) if name in frame_locals}
-        self._stopped_in.add(key)
+        self.frames.at_stop(stop)
         self.interrupts.pending = False
         if stop.reason is not StopReason.POST_MORTEM:
             self.tracer.keep(stop.frame)   # its state here lasts until it returns

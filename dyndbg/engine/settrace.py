@@ -16,7 +16,9 @@ code and installs the trace there, so whether it is installed, suspended and
 how many traced frames run are the thread's own (`_ThreadState`). Without
 the callback, threading.settrace gives the global trace to the threads
 started after dyndbg (threads already running are not reached on 3.11).
-Events reach the engine under threads.ENGINE_LOCK.
+Events reach the engine under threads.ENGINE_LOCK. With the compiled core,
+its filters (settrace_filters.py) answer in front of these trace functions
+the events that need nothing of the engine.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ from dyndbg.dynamo.registry import RESUME_PREFIXES
 from dyndbg.engine.breakpoints import ArmingPlan
 from dyndbg.engine.control import PASSES_THROUGH
 from dyndbg.engine.modes import TraceLevel
+from dyndbg.engine.settrace_filters import CompiledFilters, PythonTraces
 from dyndbg.engine.threads import ENGINE_LOCK, in_main_thread
 from dyndbg.engine.tracer import EventSink
 from dyndbg.faults import FAULTS_ON
@@ -64,23 +67,16 @@ class SettraceTracer:
         self._cache_version: object = None             # the policy's version of both
         self._line_tracer_shielded = False
         # id(code) -> (policy version, the trace function its frames get): the
-        # frame starts the compiled core makes by itself (_leave_starts).
+        # frame starts the compiled core makes by itself (CompiledFilters.leave_starts).
         self._starts: dict[int, tuple[object, object]] = {}
-        # What sys.settrace installs: the compiled core's filter in front of
-        # _global_trace, or _global_trace itself (cores.py).
-        self._compiled = cores.settrace()
-        if self._compiled is None:
-            self._installed_trace = self._global_trace
-        else:   # the compiled core books frames in the same places (_add, _drop, forget)
-            self._book = self._compiled.frame_book(self.active, self._thread, sink.frame_keyed,
-                                                   self.hooks, ENGINE_LOCK)
-            self._installed_trace = self._compiled.call_filter(
-                self._generated, RESUME_PREFIXES, self.hooks, self.policy, self._global_trace,
-                self._compiled.callee_filter(self._callee_trace), self._starts, sink,
-                self.events, self._book)
-            # A frame traced for its calls: its return while continuing is booked in C.
-            self._return_filter = self._compiled.return_filter(
-                self._book, self.policy, sink, self.events, sink.on_idle, self._local_trace)
+        # What sys.settrace installs: the compiled core's filters in front of
+        # the trace functions below, or _global_trace itself (cores.py).
+        compiled = cores.settrace()
+        self._filters = None if compiled is None else CompiledFilters(
+            compiled, sink, self.active, self._thread, self.events, self._starts,
+            PythonTraces(self._global_trace, self._callee_trace, self._local_trace, self._fail))
+        self._installed_trace = self._global_trace if self._filters is None else \
+            self._filters.installed_trace
 
     # -- the Tracer interface ---------------------------------------------------
     def start(self) -> None:
@@ -89,10 +85,8 @@ class SettraceTracer:
                           self._new_thread_trace, self._fail, self._release,
                           # called from the compiled filters
                           type(self.policy).version.fget, self.sink.on_idle)
-        if self._compiled is not None and not FAULTS_ON:   # a fault is injected in Python
-            self.hooks.put_in_front(lambda callback: self._compiled.code_filter(
-                self._generated, self._starts, self.hooks, self.policy, self.sink,
-                self._thread, sys.settrace, self._installed_trace, callback))
+        if self._filters is not None and not FAULTS_ON:   # a fault is injected in Python
+            self._filters.put_in_front_of_callback()
         if not self.hooks.has_callback:
             self._install()
             # No callback to install the trace where generated code is about to run:
@@ -162,12 +156,8 @@ class SettraceTracer:
             if not any(frame is a for a in self.active):
                 self._add(frame)
             self._arm_frame(frame, self._generated[id(frame.f_code)], TraceLevel.EVERY)
-        # A frame the compiled core was recording by itself stops at its next
-        # instruction too, as one under _local_trace does in step mode.
-        for frame in self.active:
-            if self._compiled is not None and \
-                    type(frame.f_trace) is self._compiled.RecordFilterType:
-                frame.f_trace = self._local_trace
+        if self._filters is not None:
+            self._filters.stop_recording(self.active)
         if frames or not self.hooks.has_callback:
             self._install()  # else the C callback installs it when generated code starts
 
@@ -233,24 +223,12 @@ class SettraceTracer:
                 plan.line_of.get(frame.f_lasti) in plan.hot_lines
         else:
             frame.f_trace = self._local_trace
-            if level is TraceLevel.EVERY and self._compiled is not None:
-                frame.f_trace = self._record_filter(frame, entry) or self._local_trace
-            elif level is TraceLevel.CALLS and self._compiled is not None:
-                frame.f_trace = self._return_filter
+            if level is TraceLevel.EVERY and self._filters is not None:
+                frame.f_trace = self._filters.record_filter(frame, entry) or self._local_trace
+            elif level is TraceLevel.CALLS and self._filters is not None:
+                frame.f_trace = self._filters.return_filter
             frame.f_trace_lines = False
             frame.f_trace_opcodes = level is TraceLevel.EVERY
-
-    def _record_filter(self, frame: types.FrameType, entry: GeneratedCode):  # type: ignore[no-untyped-def]
-        """The compiled core's trace function for a frame the engine only
-        records, or None. Not while a line event's stop is pending its
-        opcode event (_dispatch skips that one)."""
-        fast = self.sink.fast_paths.record(entry)
-        line_handled = self._thread.line_handled
-        if fast is None or line_handled is not None and line_handled[0] == id(frame):
-            return None
-        return self._compiled.record_filter(fast.record, fast.spec, fast.armed, ENGINE_LOCK,
-                                            self.sink, self.events, fast.after, self._fail,
-                                            self._local_trace)
 
     def _release(self, frame: types.FrameType) -> None:
         """Stop tracing a frame that can stop no more: the rest of it, and the
@@ -315,26 +293,12 @@ class SettraceTracer:
                 self._add(frame)
                 self.sink.on_frame_start(frame)
                 self._arm_frame(frame, entry, level)
-                if self._compiled is not None:
-                    self._leave_starts(frame, entry, level)
+                if self._filters is not None:
+                    self._filters.leave_starts(frame, entry, level)
                 return frame.f_trace
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
             return None
-
-    def _leave_starts(self, frame: types.FrameType, entry: GeneratedCode,
-                      level: TraceLevel) -> None:
-        """The compiled call filter starts the code's next frames by itself
-        while the policy's version stays, where each would start as this one
-        did and the engine's start only forgets: armed by a compiled line
-        filter (ARMED depends on the code alone), or traced for its calls
-        under --post-mortem (CALLS then, whatever the frame)."""
-        same_for_all = (level is TraceLevel.ARMED and
-                        type(frame.f_trace) is self._compiled.LineFilterType) or \
-            (level is TraceLevel.CALLS and self.policy.failed_calls and
-             frame.f_trace is self._return_filter)
-        if same_for_all and self.sink.start_only_forgets(entry):
-            self._starts[id(entry.code)] = (self.policy.version, frame.f_trace)
 
     def _callee_trace(self, frame: types.FrameType, event: str, arg: object) -> None:
         """--post-mortem: the local trace of a function called by generated code."""
@@ -384,16 +348,8 @@ class SettraceTracer:
         if not self._line_tracer_shielded:  # every closure shares this code object
             self.hooks.shield(tracer)
             self._line_tracer_shielded = True
-        if self._compiled is None:
-            installed = tracer
-            return tracer
-        # The compiled core answers the events that need nothing before tracer
-        # runs, and the armed instructions whose condition is false.
-        done_from = -1 if plan.loops else plan.last_armed
-        installed = self._compiled.line_filter(
-            offsets, hot_lines, line_of, bool(plan.all_opcodes), done_from,
-            self.sink.fast_paths.condition_checks(entry), self.sink.conditions, ENGINE_LOCK,
-            self.sink, self._book, events, tracer)
+        installed = tracer if self._filters is None else \
+            self._filters.line_filter(plan, entry, tracer)
         return installed
 
     def _dispatch(self, frame: types.FrameType, event: str, arg: object) -> None:
