@@ -10,7 +10,7 @@ may want the frame's arguments from its start; CALL where a resume function
 that dynamo declined to compile may be called (it runs without torch's C
 callback, so its code gets its events as it is called; on 3.12 such a call,
 a CALL_FUNCTION_EX, gives no CALL event and is seen at its INSTRUCTION event,
-kept on for it). RAISE and PY_UNWIND
+kept on for it; resume_calls.py). RAISE and PY_UNWIND
 can only be global: on while anything is traced, off while dynamo compiles;
 they cost nothing until an exception is raised.
 
@@ -33,11 +33,12 @@ import types
 from typing import NamedTuple
 
 from dyndbg import cores
-from dyndbg.cpython import StackUnavailable, call_site, is_return, read_value_stack
-from dyndbg.cpython.tracing import CALL_EVENT_MISSES_FUNCTION_EX, function_ex_calls
-from dyndbg.dynamo import GeneratedCode, is_resume_name
+from dyndbg.cpython import is_return
+from dyndbg.cpython.tracing import CALL_EVENT_MISSES_FUNCTION_EX
+from dyndbg.dynamo import GeneratedCode
 from dyndbg.engine.control import PASSES_THROUGH
 from dyndbg.engine.modes import CodeNeeds, TraceLevel
+from dyndbg.engine.resume_calls import ResumeCalls
 from dyndbg.engine.threads import ENGINE_LOCK, in_main_thread
 from dyndbg.engine.tracer import EventSink
 
@@ -73,7 +74,7 @@ class MonitoringTracer:
         self._generated = sink.registry.by_id
         self._traced: dict[int, _Traced] = {}          # id(code) -> its events
         self._running: dict[int, list[types.FrameType]] = {}  # id(code) -> its traced live frames
-        self._function_ex: dict[int, dict[int, int]] = {}  # 3.12: id(code) -> its CALL_FUNCTION_EXs
+        self._resume_calls = ResumeCalls(sink.registry, lambda: sink.detached, self._ensure)
         self._policy: object = None       # the policy the events are being set for now
         self._disabled = False            # a location answered DISABLE since the last restart
         self._global = 0                  # global events wanted (while not suspended)
@@ -206,7 +207,7 @@ class MonitoringTracer:
         watched: frozenset[int] = frozenset()
         if CALL_EVENT_MISSES_FUNCTION_EX and needs.resume_calls:
             # 3.12: a resume call is seen at its INSTRUCTION event
-            watched = frozenset(self._function_ex_calls(code)) - armed
+            watched = frozenset(self._resume_calls.function_ex_calls(code)) - armed
             armed |= watched
         events = self._events_for(needs, code, armed)
         known = self._traced.get(id(code))
@@ -281,7 +282,7 @@ class MonitoringTracer:
             return ()
         slow = known.armed
         if CALL_EVENT_MISSES_FUNCTION_EX and known.needs.resume_calls:
-            slow |= frozenset(self._function_ex_calls(code))
+            slow |= frozenset(self._resume_calls.function_ex_calls(code))
         fast = self.sink.fast_paths.record(entry)
         if fast is not None:
             return (fast.record, fast.spec, slow | frozenset(fast.armed), fast.after, {})
@@ -292,25 +293,9 @@ class MonitoringTracer:
 
     def _before_function_ex(self, code: types.CodeType, offset: int,
                             frame: types.FrameType) -> None:
-        """3.12: a resume function called by CALL_FUNCTION_EX (how dynamo
-        calls them) gives no CALL event: its callable is read off the stack."""
         known = self._traced.get(id(code))
-        if known is None or not known.needs.resume_calls:
-            return
-        calls = self._function_ex_calls(code)
-        if offset in calls:
-            try:
-                site = call_site("CALL_FUNCTION_EX", calls[offset], read_value_stack(frame))
-            except StackUnavailable:
-                return
-            if site is not None:
-                self._watch_callee(site.function)
-
-    def _function_ex_calls(self, code: types.CodeType) -> dict[int, int]:
-        calls = self._function_ex.get(id(code))
-        if calls is None:
-            calls = self._function_ex[id(code)] = function_ex_calls(code)
-        return calls
+        if known is not None and known.needs.resume_calls:
+            self._resume_calls.before_function_ex(code, offset, frame)
 
     def _on_start(self, code: types.CodeType, offset: int) -> None:
         if self.hooks.interrupt_pending and in_main_thread():
@@ -347,21 +332,11 @@ class MonitoringTracer:
         compile gets its events before it starts. One look per call site."""
         self.events["call"] += 1
         try:
-            self._watch_callee(function)
+            self._resume_calls.watch(function)
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
         self._disabled = True
         return DISABLE
-
-    def _watch_callee(self, function: object) -> None:
-        """A resume function dynamo declined to compile, about to be called:
-        its code gets its events."""
-        target = getattr(function, "__code__", None)
-        if isinstance(target, types.CodeType) and is_resume_name(target.co_name) \
-                and not self.sink.registry.has_transform(target):
-            entry = self.sink.registry.get(target)
-            if entry is not None and not self.sink.detached:
-                self._ensure(entry)
 
     def _delivers_exceptions(self, code: types.CodeType) -> bool:
         known = self._traced.get(id(code))
