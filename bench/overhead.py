@@ -4,7 +4,11 @@ a-c: plain and debugged phases of the same loop alternate inside one process
      (dyndbg attached with the same commands `python -m dyndbg -c ...` would
      run, then detached), so the machine's process-to-process noise cancels;
      the ratio is the median of the per-pair ratios.
-d-f: separate processes, alternating, repeated; medians.
+d, e: separate processes, alternating, repeated; medians.
+f:   scripted stepping in one process: runs of K and 2K steps alternate, and
+     the rate is the median of the pairs' differences (start-up, attaching
+     and the first stop cancel out; from separate processes, start-up's
+     variation swamped the stepping being timed).
 g:   as a, with --post-mortem's recording of the stack before each call out
      of generated code (printed after c, measured like a-c).
 h:   as a, with `record on`: every generated instruction recorded with its
@@ -83,7 +87,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--steps", type=int, default=2500)
     parser.add_argument("--only-alternating", action="store_true",
-                        help="a-c, g and h only (the in-process rows)")
+                        help="a-c, f, g and h only (the in-process rows)")
     parser.add_argument("--tracer", choices=["default", "settrace"], default="default",
                         help="settrace: force the sys.settrace mechanism (DYNDBG_TRACER)")
     parser.add_argument("--core", choices=["both", *CORES], default="both",
@@ -118,12 +122,14 @@ def main() -> None:
         row(name, statistics.median(plains), per_core)
         if name.startswith("c."):
             c_per_call = per_core[cores[-1]][0]
+    print("f. stepping, scripted, stop display on: " +
+          ", ".join(f"{core} {stepping_rate(args.rounds, args.steps, core):.0f} stops/s"
+                    for core in cores))
     if args.only_alternating:
         return
 
     calls = [WORKLOAD, "calls", str(args.calls)]
     plain_runs, torch_runs, compile_plain, compile_dyndbg = [], [], [], []
-    rates: dict[str, list[float]] = {core: [] for core in cores}
     model: dict[str, list[float]] = {core: [] for core in cores}
     for _ in range(max(3, args.rounds // 2)):
         plain_runs.append(run([PY, *calls])["per_call_us"])
@@ -132,7 +138,6 @@ def main() -> None:
         compile_plain.append(run([PY, WORKLOAD, "compile"])["compile_s"])
         compile_dyndbg.append(run([*DYNDBG, "-c", "continue", WORKLOAD, "compile"])["compile_s"])
         for core in cores:
-            rates[core].append(stepping_rate(args.steps, core))
             model[core].append(model_stepping(core))
     plain, torch_debugger = statistics.median(plain_runs), statistics.median(torch_runs)
     print(f"{'d. torch bytecode_debugger, continue mode':<44} {plain:>9.1f} {torch_debugger:>9.1f} "
@@ -140,8 +145,6 @@ def main() -> None:
     print(f"   c is {torch_debugger / c_per_call:.1f}x faster than d")
     cp, cd = statistics.median(compile_plain), statistics.median(compile_dyndbg)
     print(f"{'e. first compile, 6-layer MLP (s)':<44} {cp:>9.3f} {cd:>9.3f} {cd / cp:>6.2f}")
-    print("f. stepping, scripted, stop display on: " +
-          ", ".join(f"{core} {statistics.median(rates[core]):.0f} stops/s" for core in cores))
     print("i. tiny GPT-2 (transformers), every generated instruction stepped, whole run: " +
           ", ".join(f"{core} {statistics.median(model[core]):.2f}x" for core in cores))
 
@@ -162,18 +165,16 @@ def model_stepping(core: str) -> float:
     return stepped / plain
 
 
-def stepping_rate(steps: int, core: str) -> float:
-    """Stops per second in scripted mode, each stop rendered: the difference
-    between runs of 2K and K steps, so start-up and compile cancel out."""
-    def timed(count: int) -> tuple[float, int]:
-        start = time.perf_counter()
-        proc = subprocess.run([*DYNDBG, WORKLOAD, "calls", "100"], input="s\n" * count + "c\n",
-                              capture_output=True, text=True, cwd=HERE.parent,
-                              env={**ENV, "DYNDBG_CORE": core}, timeout=900)
-        return time.perf_counter() - start, proc.stdout.count("\n> ")
-    short_time, short_stops = timed(steps)
-    long_time, long_stops = timed(2 * steps)
-    return (long_stops - short_stops) / max(long_time - short_time, 1e-9)
+def stepping_rate(rounds: int, steps: int, core: str) -> float:
+    """Stops per second in scripted mode, each stop rendered (workload.py
+    stepping): the median over rounds of the difference between runs of 2K
+    and K steps in one process."""
+    result = run([PY, WORKLOAD, "stepping", str(max(3, rounds // 2)), str(steps)],
+                 env={"DYNDBG_CORE": core})
+    rates = [(long_stops - short_stops) / max(long_time - short_time, 1e-9)
+             for (short_time, short_stops), (long_time, long_stops)
+             in zip(result["short"], result["long"])]
+    return statistics.median(rates)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ with a graph break (eager backend). Prints one JSON line with its timings.
 
     python bench/workload.py calls N            per-call time of the loop
     python bench/workload.py alternate R N CMD...  plain and dyndbg phases in turn
+    python bench/workload.py stepping R K        scripted stepping, K and 2K steps in turn
     python bench/workload.py compile            first-compile time of an MLP
 Set BENCH_TORCH_DEBUGGER=1 to run the loop inside torch's own bytecode debugger.
 """
@@ -71,6 +72,32 @@ def alternating(rounds: int, n: int, commands: list[str]) -> dict:
     return {"plain_us": plain, "debugged_us": debugged, "tracer": tracer}
 
 
+def stepping(rounds: int, steps: int) -> dict:
+    """Scripted stepping in one process: dyndbg attached with `s` K times, then
+    `continue`, each stop rendered (into a string, as a pipe would take it);
+    runs of K and 2K steps alternate, and their differences are the stepping
+    alone (attaching, the first stop and the loop's calls cancel out)."""
+    import io
+    from dyndbg.attach import attach
+
+    x, w = torch.ones(8, 8) * 0.01, torch.eye(8)
+    other(x)
+    for _ in range(20):
+        x = step(x, w)
+    runs: dict[int, list] = {steps: [], 2 * steps: []}
+    for _ in range(rounds):
+        for count, timed in runs.items():
+            out = io.StringIO()
+            engine = attach(out, ["s"] * count + ["continue"], read_rc=False)
+            start = time.perf_counter()
+            x = step(x, w)                      # the first stop
+            while engine.frontend.pending:      # until the commands are spent
+                x = step(x, w)
+            timed.append((time.perf_counter() - start, out.getvalue().count("\n> ")))
+            engine.detach()
+    return {"short": runs[steps], "long": runs[2 * steps]}
+
+
 def compile_time() -> dict:
     model = torch.nn.Sequential(*[m for _ in range(6) for m in (torch.nn.Linear(32, 32),
                                                                 torch.nn.ReLU())])
@@ -86,6 +113,8 @@ if __name__ == "__main__":
     what = sys.argv[1]
     if what == "alternate":
         result = alternating(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:])
+    elif what == "stepping":
+        result = stepping(int(sys.argv[2]), int(sys.argv[3]))
     elif what == "calls":
         n = int(sys.argv[2])
         if os.environ.get("BENCH_TORCH_DEBUGGER") == "1":
