@@ -169,7 +169,7 @@ def test_keeping_a_value_in_c_is_the_python_reference() -> None:
     with torch.inference_mode():
         inference = torch.zeros(2)
     values = [t, [t, t, 1, None], (1, "a", None), (t, 2), [[t], [1, [2, [3, [4]]]]],
-              list(range(CONTAINER_ITEMS + 1)), [inference], {"a": t}, slice(1, 2), (),
+              list(range(CONTAINER_ITEMS + 1)), [inference], {"a": t}, slice(1, 2), slice(t, None), (),
               [torch.nn.Parameter(torch.ones(1))]]
     for seq in (1, 2, 3):
         if seq == 3:

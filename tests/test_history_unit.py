@@ -59,6 +59,11 @@ def test_containers_are_new_containers_of_kept_items() -> None:
     assert not token.holds(items) and len(kept) == 3
     immutable = (1, ("x", None))
     assert keeper.keep(immutable, 0) == (immutable, None)
+    # A slice of such values is itself too (its repr shows it); with a
+    # tensor in it, a summary, as another object.
+    part = slice(1, None)
+    assert keeper.keep(part, 0) == (part, None) and keeper.keep(part, 0)[0] is part
+    assert isinstance(keeper.keep(slice(t, None), 0)[0], Summary)
 
 
 # -- the ring buffer, on a frame traced as the engine traces one ----------------------------

@@ -132,6 +132,10 @@ recorder_init(Recorder *self, PyObject *args, PyObject *kwargs)
     self->keeping.copy_type = Py_NewRef(v[9]);
     self->keeping.volatile_token = Py_NewRef(v[10]);
     self->keeping.as_is = Py_NewRef(v[11]);
+    if (items_type != NULL && !PyType_Check(items_type)) {
+        PyErr_SetString(PyExc_TypeError, "Recorder: items_type is a class (_Items)");
+        return -1;
+    }
     if (copies != NULL && tensor_types != NULL && items_type != NULL) {
         self->keeping.copies = Py_NewRef(copies);
         self->keeping.tensor_types = Py_NewRef(tensor_types);

@@ -185,6 +185,25 @@ untrack(PyObject *object)
         PyObject_GC_UnTrack(object);
 }
 
+/* _Items(items, tokens), set as its __init__ sets it, without running it:
+ * a Python frame started here also goes through dynamo's frame callback,
+ * which costs more than the rest of the record. */
+static PyObject *
+new_items_token(const Keeping *self, PyObject *items, PyObject *tokens)
+{
+    PyTypeObject *type = (PyTypeObject *)self->items_type;
+    PyObject *token = type->tp_alloc(type, 0);
+    if (token == NULL)
+        return NULL;
+    PyObject *zero = PyLong_FromLong(0);
+    if (zero == NULL || PyObject_SetAttr(token, str_items, items) < 0 ||
+        PyObject_SetAttr(token, str_tokens, tokens) < 0 ||
+        PyObject_SetAttr(token, str_last, zero) < 0)
+        Py_CLEAR(token);
+    Py_XDECREF(zero);
+    return token;
+}
+
 static int known_copy(const Keeping *self, PyObject *tensor, PyObject *seq, PyObject **kept,
                       PyObject **token);
 static int keep_container(const Keeping *self, PyObject *value, PyObject *seq, Py_ssize_t depth,
@@ -207,6 +226,21 @@ keep_value(const Keeping *self, PyObject *value, PyObject *seq, Py_ssize_t depth
         *kept = Py_NewRef(value);
         *token = Py_NewRef(Py_None);
         return 0;
+    }
+    if (PySlice_Check(value)) {     /* of values kept as they are: itself, as keep() */
+        PySliceObject *parts = (PySliceObject *)value;
+        found = PySet_Contains(self->as_is, (PyObject *)Py_TYPE(parts->start));
+        if (found == 1)
+            found = PySet_Contains(self->as_is, (PyObject *)Py_TYPE(parts->stop));
+        if (found == 1)
+            found = PySet_Contains(self->as_is, (PyObject *)Py_TYPE(parts->step));
+        if (found < 0)
+            return -1;
+        if (found) {
+            *kept = Py_NewRef(value);
+            *token = Py_NewRef(Py_None);
+            return 0;
+        }
     }
     if (self->tensor_types != NULL) {
         found = PySet_Contains(self->tensor_types, kind);
@@ -312,7 +346,7 @@ keep_container(const Keeping *self, PyObject *value, PyObject *seq, Py_ssize_t d
             *kept = PyTuple_CheckExact(value) ? PyList_AsTuple(kept_items)
                                               : Py_NewRef(kept_items);
             *token = *kept == NULL ? NULL
-                : stable ? PyObject_CallFunctionObjArgs(self->items_type, items, tokens, NULL)
+                : stable ? new_items_token(self, items, tokens)
                          : Py_NewRef(self->volatile_token);
             if (*token == NULL) {
                 Py_CLEAR(*kept);

@@ -212,6 +212,8 @@ class ValueKeeper:
         kind = type(value)
         if kind in AS_IS:
             return value, None
+        if kind is slice and {type(value.start), type(value.stop), type(value.step)} <= AS_IS:
+            return value, None           # immutable all the way down, as such a tuple
         if kind in PLAIN_TENSOR_TYPES:
             return self._tensor(value, seq)  # type: ignore[arg-type]
         if kind in (tuple, list, set, frozenset, dict):
