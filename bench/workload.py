@@ -44,6 +44,16 @@ def calls(n: int) -> dict:
     return {"per_call_us": elapsed / n * 1e6, "checksum": round(float(x.sum()), 3)}
 
 
+def warmed_up() -> tuple:
+    """The loop's inputs after `other` and 20 calls of `step` (compiled, caches
+    settled), for the in-process modes."""
+    x, w = torch.ones(8, 8) * 0.01, torch.eye(8)
+    other(x)
+    for _ in range(20):
+        x = step(x, w)
+    return x, w
+
+
 def alternating(rounds: int, n: int, commands: list[str]) -> dict:
     """Plain and debugged phases of the same loop, alternating in one process
     (so process-to-process noise cancels): dyndbg attached with `commands`
@@ -51,10 +61,7 @@ def alternating(rounds: int, n: int, commands: list[str]) -> dict:
     import io
     from dyndbg.attach import attach
 
-    x, w = torch.ones(8, 8) * 0.01, torch.eye(8)
-    other(x)
-    for _ in range(20):
-        x = step(x, w)
+    x, w = warmed_up()
     plain, debugged, tracer = [], [], ""
     for _ in range(rounds):
         for phase in (plain, debugged):
@@ -80,10 +87,7 @@ def stepping(rounds: int, steps: int) -> dict:
     import io
     from dyndbg.attach import attach
 
-    x, w = torch.ones(8, 8) * 0.01, torch.eye(8)
-    other(x)
-    for _ in range(20):
-        x = step(x, w)
+    x, w = warmed_up()
     runs: dict[int, list] = {steps: [], 2 * steps: []}
     for _ in range(rounds):
         for count, timed in runs.items():
