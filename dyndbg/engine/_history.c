@@ -24,13 +24,15 @@ static read_at_event_fn read_at_event;
  * bound, History._trim must run) */
 enum { RECORDED = 0, CHECK_BOUNDS = 1, UNREADABLE = 2, NOT_AN_INSTRUCTION = 3 };
 
-static PyObject *str_opname, *str_next, *str_size, *str_append, *str_keeper, *str_bytes,
+static PyObject *str_opname, *str_append, *str_keeper, *str_bytes,
     *str_limits, *str_memory_bytes, *str_popleft, *str_dropped, *str_dropped_since_sweep,
     *str_sweep_after;
 
 typedef struct {
     PyObject_HEAD
-    PyObject *history;          /* the History (its _next and size) */
+    Py_ssize_t next;            /* the seq of the next record (History.next_seq) */
+    Py_ssize_t size;            /* History.size: the records held at most */
+    PyObject *history;          /* the History (its dropped counts, its keeper) */
     PyObject *records;          /* its deque */
     PyObject *append, *popleft; /* the deque's methods, bound once */
     PyObject *tracks;           /* its dict id(frame) -> Track */
@@ -116,6 +118,8 @@ recorder_init(Recorder *self, PyObject *args, PyObject *kwargs)
         return -1;
     }
     recorder_clear(self);
+    self->next = 0;
+    self->size = PY_SSIZE_T_MAX;    /* until History sets its bound */
     self->history = Py_NewRef(v[0]);
     self->records = Py_NewRef(v[1]);
     self->append = PyObject_GetAttr(v[1], str_append);
@@ -143,7 +147,21 @@ recorder_init(Recorder *self, PyObject *args, PyObject *kwargs)
         self->keeping.container_items = bounds[0];
         self->keeping.container_depth = bounds[1];
     }
-    return 0;
+    return keeping_fields(&self->keeping);
+}
+
+/* tuple(list[start:]) or tuple(list[start:stop]), without the list between */
+static PyObject *
+list_part(PyObject *list, Py_ssize_t start, Py_ssize_t stop)
+{
+    if (stop > PyList_GET_SIZE(list))
+        stop = PyList_GET_SIZE(list);
+    if (start > stop)
+        start = stop;
+    PyObject *part = PyTuple_New(stop - start);
+    for (Py_ssize_t i = start; part != NULL && i < stop; i++)
+        PyTuple_SET_ITEM(part, i - start, Py_NewRef(PyList_GET_ITEM(list, i)));
+    return part;
 }
 
 /* The first items of `list` are those of `tuple`, the same objects. */
@@ -183,8 +201,7 @@ recorder_record(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
     }
     PyObject *result = NULL, *slots = NULL, *key = NULL, *track = NULL, *seq = NULL,
         *previous = NULL, *kept = NULL, *tokens = NULL, *opname = NULL, *local_values = NULL,
-        *stack = NULL, *caller = NULL, *globals = NULL, *record = NULL,
-        *next = NULL, *size = NULL;
+        *stack = NULL, *caller = NULL, *globals = NULL, *record = NULL;
     Py_ssize_t *sources = NULL;
     int status = RECORDED;
 
@@ -238,7 +255,7 @@ recorder_record(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
     Track *t = (Track *)track;
-    seq = PyObject_GetAttr(self->history, str_next);
+    seq = PyLong_FromSsize_t(self->next);
     if (seq == NULL || !(previous = track_list(t->raw, "raw")) ||
         !(kept = track_list(t->kept, "kept")) || !(tokens = track_list(t->tokens, "tokens")) ||
         !(opname = Py_XNewRef(t->opname)))
@@ -274,21 +291,13 @@ recorder_record(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
         local_values = old_locals;
     else {
         Py_XDECREF(old_locals);
-        PyObject *values = PyList_GetSlice(kept, 0, names);
-        if (values == NULL)
-            goto done;
-        local_values = PyList_AsTuple(values);
-        Py_DECREF(values);
+        local_values = list_part(kept, 0, names);
         if (local_values == NULL)
             goto done;
     }
     Py_XSETREF(t->locals, Py_NewRef(local_values));
     Py_XSETREF(t->newest, Py_NewRef(seq));
-    PyObject *values = PyList_GetSlice(kept, names, PY_SSIZE_T_MAX);
-    if (values == NULL)
-        goto done;
-    stack = PyList_AsTuple(values);
-    Py_DECREF(values);
+    stack = list_part(kept, names, PY_SSIZE_T_MAX);
     if (stack == NULL || !(caller = Py_XNewRef(t->caller))) {
         if (stack != NULL)
             PyErr_SetString(PyExc_TypeError, "history: a track has no caller");
@@ -320,17 +329,9 @@ recorder_record(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
     if (appended == NULL)
         goto done;
     Py_DECREF(appended);
-    Py_ssize_t seq_value = PyLong_AsSsize_t(seq);
-    if (seq_value == -1 && PyErr_Occurred())
-        goto done;
-    next = PyLong_FromSsize_t(seq_value + 1);
-    if (next == NULL || PyObject_SetAttr(self->history, str_next, next) < 0)
-        goto done;
-    size = PyObject_GetAttr(self->history, str_size);
-    if (size == NULL)
-        goto done;
-    Py_ssize_t limit = PyLong_AsSsize_t(size), held = PyObject_Size(self->records);
-    if ((limit == -1 || held == -1) && PyErr_Occurred())
+    self->next++;
+    Py_ssize_t limit = self->size, held = PyObject_Size(self->records);
+    if (held == -1)
         goto done;
     int over = 0;
     if (held > limit && limit >= 0) {
@@ -381,8 +382,6 @@ done:
     Py_XDECREF(caller);
     Py_XDECREF(globals);
     Py_XDECREF(record);
-    Py_XDECREF(next);
-    Py_XDECREF(size);
     return result;
 }
 
@@ -459,6 +458,12 @@ static PyMethodDef recorder_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyMemberDef recorder_members[] = {
+    {"next", Py_T_PYSSIZET, offsetof(Recorder, next), 0, "the seq of the next record"},
+    {"size", Py_T_PYSSIZET, offsetof(Recorder, size), 0, "History.size, set by resize"},
+    {NULL},
+};
+
 static PyTypeObject RecorderType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "dyndbg.engine._history.Recorder",
@@ -471,6 +476,7 @@ static PyTypeObject RecorderType = {
     .tp_traverse = (traverseproc)recorder_traverse,
     .tp_clear = (inquiry)recorder_clear,
     .tp_methods = recorder_methods,
+    .tp_members = recorder_members,
 };
 
 static struct PyModuleDef module = {
@@ -488,8 +494,7 @@ intern(PyObject **slot, const char *text)
 PyMODINIT_FUNC
 PyInit__history(void)
 {
-    if (keeping_intern() < 0 || intern(&str_opname, "opname") || intern(&str_next, "_next") ||
-        intern(&str_size, "size") || intern(&str_append, "append") ||
+    if (keeping_intern() < 0 || intern(&str_opname, "opname") || intern(&str_append, "append") ||
         intern(&str_keeper, "_keeper") || intern(&str_bytes, "bytes") ||
         intern(&str_limits, "limits") || intern(&str_memory_bytes, "memory_bytes") ||
         intern(&str_popleft, "popleft") || intern(&str_dropped, "dropped") ||

@@ -9,6 +9,11 @@
 #define DYNDBG_KEEPING_H
 
 #include <Python.h>
+#ifndef Py_T_OBJECT_EX      /* Python.h names them from 3.12 on; before, structmember.h */
+#include <structmember.h>
+#define Py_T_OBJECT_EX T_OBJECT_EX
+#define Py_T_PYSSIZET T_PYSSIZET
+#endif
 
 typedef struct {
     PyObject *keep;             /* ValueKeeper.keep(value, seq, depth) -> (kept, token) */
@@ -22,23 +27,76 @@ typedef struct {
     PyObject *items_type;       /* recorded_values._Items */
     Py_ssize_t container_items; /* recorded_values.CONTAINER_ITEMS */
     Py_ssize_t container_depth; /* recorded_values.CONTAINER_DEPTH */
+    /* Where the tokens' __slots__ fields lie in a _Copy and an _Items
+     * (keeping_fields): read and set there, as their member descriptors do,
+     * without an attribute look-up at each record. */
+    Py_ssize_t copy_version, copy_last, copy_ref, copy_tensor;
+    Py_ssize_t items_items, items_tokens, items_last;
 } Keeping;
 
-static PyObject *str_version, *str_tensor_version, *str_last, *str_holds, *str_items,
-    *str_tokens, *str_ref, *str_tensor;
+static PyObject *str_tensor_version, *str_last, *str_holds;
 
 /* The attribute names read here, interned once (the module's init). */
 static int
 keeping_intern(void)
 {
-    PyObject **slots[] = {&str_version, &str_tensor_version, &str_last, &str_holds, &str_items,
-                          &str_tokens, &str_ref, &str_tensor};
-    const char *texts[] = {"version", "_version", "last", "holds", "items", "tokens", "ref",
-                           "tensor"};
+    PyObject **slots[] = {&str_tensor_version, &str_last, &str_holds};
+    const char *texts[] = {"_version", "last", "holds"};
     for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++)
         if ((*slots[i] = PyUnicode_InternFromString(texts[i])) == NULL)
             return -1;
     return 0;
+}
+
+/* The offset of type.name, a __slots__ field (an object member): 0, or -1
+ * with an error set when it is something else. */
+static int
+slot_offset(PyObject *type, const char *name, Py_ssize_t *offset)
+{
+    PyObject *descriptor = PyObject_GetAttrString(type, name);
+    if (descriptor == NULL)
+        return -1;
+    int member = Py_IS_TYPE(descriptor, &PyMemberDescr_Type) &&
+        ((PyMemberDescrObject *)descriptor)->d_member->type == Py_T_OBJECT_EX;
+    if (member)
+        *offset = ((PyMemberDescrObject *)descriptor)->d_member->offset;
+    else
+        PyErr_Format(PyExc_TypeError, "history: %R.%s is not a __slots__ field", type, name);
+    Py_DECREF(descriptor);
+    return member ? 0 : -1;
+}
+
+/* The offsets of the _Copy and _Items fields read here. 0, or -1 with an error set. */
+static int
+keeping_fields(Keeping *self)
+{
+    if (slot_offset(self->copy_type, "version", &self->copy_version) < 0 ||
+        slot_offset(self->copy_type, "last", &self->copy_last) < 0 ||
+        slot_offset(self->copy_type, "ref", &self->copy_ref) < 0 ||
+        slot_offset(self->copy_type, "tensor", &self->copy_tensor) < 0)
+        return -1;
+    if (self->items_type == NULL)
+        return 0;
+    return slot_offset(self->items_type, "items", &self->items_items) < 0 ||
+        slot_offset(self->items_type, "tokens", &self->items_tokens) < 0 ||
+        slot_offset(self->items_type, "last", &self->items_last) < 0 ? -1 : 0;
+}
+
+/* A token's field at `offset`, borrowed; NULL with AttributeError set when unset. */
+static inline PyObject *
+field_get(PyObject *token, Py_ssize_t offset)
+{
+    PyObject *value = *(PyObject **)((char *)token + offset);
+    if (value == NULL)
+        PyErr_SetString(PyExc_AttributeError, "history: a token's field is unset");
+    return value;
+}
+
+/* token's field at `offset` = value, as its member descriptor sets it. */
+static inline void
+field_set(PyObject *token, Py_ssize_t offset, PyObject *value)
+{
+    Py_XSETREF(*(PyObject **)((char *)token + offset), Py_NewRef(value));
 }
 
 static int token_check(const Keeping *self, PyObject *token, PyObject *value);
@@ -48,8 +106,8 @@ static int token_check(const Keeping *self, PyObject *token, PyObject *value);
 static int
 items_check(const Keeping *self, PyObject *token, PyObject *container)
 {
-    PyObject *items = PyObject_GetAttr(token, str_items);
-    PyObject *tokens = items ? PyObject_GetAttr(token, str_tokens) : NULL;
+    PyObject *items = Py_XNewRef(field_get(token, self->items_items));
+    PyObject *tokens = items ? Py_XNewRef(field_get(token, self->items_tokens)) : NULL;
     int holds = -1;
     if (tokens == NULL)
         goto done;
@@ -89,7 +147,7 @@ token_check(const Keeping *self, PyObject *token, PyObject *value)
     int holds;
     if ((PyObject *)Py_TYPE(token) == self->copy_type) {
         /* _Copy.holds, inline: its version is not None and equals _version now */
-        PyObject *kept = PyObject_GetAttr(token, str_version);
+        PyObject *kept = Py_XNewRef(field_get(token, self->copy_version));
         if (kept == NULL)
             return -1;
         if (kept == Py_None) {
@@ -126,7 +184,13 @@ static int
 token_holds(const Keeping *self, PyObject *token, PyObject *value, PyObject *seq)
 {
     int holds = token_check(self, token, value);
-    if (holds == 1 && PyObject_SetAttr(token, str_last, seq) < 0)
+    if (holds != 1)
+        return holds;
+    if ((PyObject *)Py_TYPE(token) == self->copy_type)
+        field_set(token, self->copy_last, seq);
+    else if (self->items_type != NULL && (PyObject *)Py_TYPE(token) == self->items_type)
+        field_set(token, self->items_last, seq);
+    else if (PyObject_SetAttr(token, str_last, seq) < 0)
         return -1;
     return holds;
 }
@@ -196,11 +260,14 @@ new_items_token(const Keeping *self, PyObject *items, PyObject *tokens)
     if (token == NULL)
         return NULL;
     PyObject *zero = PyLong_FromLong(0);
-    if (zero == NULL || PyObject_SetAttr(token, str_items, items) < 0 ||
-        PyObject_SetAttr(token, str_tokens, tokens) < 0 ||
-        PyObject_SetAttr(token, str_last, zero) < 0)
-        Py_CLEAR(token);
-    Py_XDECREF(zero);
+    if (zero == NULL) {
+        Py_DECREF(token);
+        return NULL;
+    }
+    field_set(token, self->items_items, items);
+    field_set(token, self->items_tokens, tokens);
+    field_set(token, self->items_last, zero);
+    Py_DECREF(zero);
     return token;
 }
 
@@ -286,15 +353,19 @@ known_copy(const Keeping *self, PyObject *tensor, PyObject *seq, PyObject **kept
     Py_DECREF(key);
     if (known == NULL)
         return PyErr_Occurred() ? -1 : 0;
+    if ((PyObject *)Py_TYPE(known) != self->copy_type) {
+        Py_DECREF(known);
+        return 0;
+    }
     int holds = -1;
-    PyObject *ref = PyObject_GetAttr(known, str_ref);
+    PyObject *ref = Py_XNewRef(field_get(known, self->copy_ref));
     PyObject *target = ref ? PyObject_CallNoArgs(ref) : NULL;
     if (target != NULL) {
         holds = target == tensor;
         if (holds)     /* _Copy.holds: a version, the tensor's own now */
             holds = token_holds(self, known, tensor, seq);
         if (holds == 1) {
-            *kept = PyObject_GetAttr(known, str_tensor);
+            *kept = Py_XNewRef(field_get(known, self->copy_tensor));
             *token = Py_NewRef(known);
             if (*kept == NULL) {
                 Py_CLEAR(*token);
@@ -370,11 +441,20 @@ keep_all(const Keeping *self, PyObject *values, PyObject *kept, PyObject *tokens
          const Py_ssize_t *sources, PyObject *seq, int *anew)
 {
     Py_ssize_t count = PyList_GET_SIZE(values);
-    PyObject *old_kept = PyList_GetSlice(kept, 0, PY_SSIZE_T_MAX);
-    PyObject *old_tokens = PyList_GetSlice(tokens, 0, PY_SSIZE_T_MAX);
+    /* A slot reusing another's kept value reads it at its old place: the
+     * lists are copied first only where that place changes or is cut off
+     * (most records only push or replace values). */
+    int copy = 0;
+    for (Py_ssize_t i = 0; i < count && !copy; i++) {
+        Py_ssize_t j = sources[i];
+        copy = j >= 0 && j != i && (j >= count || sources[j] != j);
+    }
+    PyObject *old_kept = copy ? PyList_GetSlice(kept, 0, PY_SSIZE_T_MAX) : Py_NewRef(kept);
+    PyObject *old_tokens = copy ? PyList_GetSlice(tokens, 0, PY_SSIZE_T_MAX) : Py_NewRef(tokens);
     int failed = old_kept == NULL || old_tokens == NULL ||
-        PyList_SetSlice(kept, count, PY_SSIZE_T_MAX, NULL) < 0 ||
-        PyList_SetSlice(tokens, count, PY_SSIZE_T_MAX, NULL) < 0;
+        (PyList_GET_SIZE(kept) > count && PyList_SetSlice(kept, count, PY_SSIZE_T_MAX, NULL) < 0) ||
+        (PyList_GET_SIZE(tokens) > count &&
+         PyList_SetSlice(tokens, count, PY_SSIZE_T_MAX, NULL) < 0);
     for (Py_ssize_t i = 0; i < count && !failed; i++) {
         Py_ssize_t j = sources[i];
         if (j == i)

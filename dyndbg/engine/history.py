@@ -133,7 +133,7 @@ class History:
         self._sweep_after = _sweep_after(DEFAULT_SIZE)
         self._records: collections.deque[Record] = collections.deque()
         self._keeper = ValueKeeper(Limits(DEFAULT_COPY_LIMIT, DEFAULT_MEMORY))
-        self._next = 0
+        self._next = 0                # the Python core's seq counter (next_seq)
         self.tracks: dict[int, _Track] = {}  # id(live recorded frame) -> what it last kept
         self.dropped = 0
         self.unreadable = 0
@@ -146,6 +146,8 @@ class History:
             KEEPS_VALUES_OPNAMES, NULL, StackUnavailable, _Copy, VOLATILE, AS_IS,
             self._keeper.copies_by_id, frozenset(PLAIN_TENSOR_TYPES), _Items,
             (CONTAINER_ITEMS, CONTAINER_DEPTH))
+        if self._recorder is not None:
+            self._recorder.size = self.size   # its copy of the bound (resize sets both)
 
     # -- settings -------------------------------------------------------------------
     @property
@@ -167,6 +169,8 @@ class History:
 
     def resize(self, size: int) -> None:
         self.size = size
+        if self._recorder is not None:
+            self._recorder.size = size    # the compiled record's copy of the bound
         self._sweep_after = _sweep_after(size)
         self._trim()
 
@@ -292,10 +296,15 @@ class History:
         self._dropped_since_sweep += count
 
     def _sweep(self) -> None:
-        self._keeper.sweep(self._records[0].seq if self._records else self._next)
+        self._keeper.sweep(self._records[0].seq if self._records else self.next_seq)
         self._dropped_since_sweep = 0
 
     # -- reading -----------------------------------------------------------------------
+    @property
+    def next_seq(self) -> int:
+        """The seq the next record gets (the compiled core counts it in C)."""
+        return self._next if self._recorder is None else self._recorder.next
+
     def __len__(self) -> int:
         return len(self._records)
 
