@@ -3,8 +3,8 @@
  *
  * A filter in front of MonitoringTracer._on_instruction for the codes listed
  * in `fast` (id(code) -> (record, spec, slow offsets, after, checks)), filled
- * by _on_instruction and emptied by monitoring.py whenever the engine's mode
- * or breakpoints change. While the engine only records (`record on`,
+ * by _on_instruction and emptied by monitoring.py (then forget()) whenever
+ * the engine's mode or breakpoints change. While the engine only records (`record on`,
  * continuing, no trace), an instruction is recorded here by the compiled
  * History, in the frame running it; while it does not record, an armed
  * offset with a ConditionCheck has its condition evaluated here, and a false
@@ -31,17 +31,36 @@ typedef struct {
     PyObject *events;       /* the tracer's Counter */
     PyObject *fail;         /* the tracer's _fail(error) */
     PyObject *slow;         /* _on_instruction(code, offset) */
+    /* The entry of `fast` found last, for the code it is of: a code's
+     * instructions run in a row, and the look-up by id costs more than the
+     * rest of the decision. forget() drops it as `fast` is emptied. */
+    PyObject *last_code;    /* not a reference: only compared */
+    PyObject *last_fast;
 } InstructionFilter;
+
+/* `fast`'s entry for the code (borrowed), or NULL: with an error set on an error */
+static PyObject *
+fast_entry(InstructionFilter *self, PyObject *code)
+{
+    if (code == self->last_code && self->last_fast != NULL)
+        return self->last_fast;
+    PyObject *key = PyLong_FromVoidPtr(code);
+    if (key == NULL)
+        return NULL;
+    PyObject *fast = PyDict_GetItemWithError(self->fast, key);    /* borrowed */
+    Py_DECREF(key);
+    if (fast != NULL) {
+        self->last_code = code;
+        Py_XSETREF(self->last_fast, Py_NewRef(fast));
+    }
+    return fast;
+}
 
 /* 1: recorded, 0: the slow path, -1: an error */
 static int
 decide(InstructionFilter *self, PyObject *code, PyObject *offset)
 {
-    PyObject *key = PyLong_FromVoidPtr(code);
-    if (key == NULL)
-        return -1;
-    PyObject *fast = PyDict_GetItemWithError(self->fast, key);    /* borrowed */
-    Py_DECREF(key);
+    PyObject *fast = fast_entry(self, code);
     if (fast == NULL)
         return PyErr_Occurred() ? -1 : 0;
     if (!PyTuple_Check(fast) || PyTuple_GET_SIZE(fast) != 5)
@@ -120,6 +139,7 @@ filter_traverse(InstructionFilter *self, visitproc visit, void *arg)
     Py_VISIT(self->events);
     Py_VISIT(self->fail);
     Py_VISIT(self->slow);
+    Py_VISIT(self->last_fast);
     return 0;
 }
 
@@ -133,6 +153,7 @@ filter_clear(InstructionFilter *self)
     Py_CLEAR(self->events);
     Py_CLEAR(self->fail);
     Py_CLEAR(self->slow);
+    Py_CLEAR(self->last_fast);
     return 0;
 }
 
@@ -143,6 +164,20 @@ filter_dealloc(InstructionFilter *self)
     filter_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
+
+static PyObject *
+filter_forget(InstructionFilter *self, PyObject *unused)
+{
+    self->last_code = NULL;
+    Py_CLEAR(self->last_fast);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef filter_methods[] = {
+    {"forget", (PyCFunction)filter_forget, METH_NOARGS,
+     "forget(): `fast` was emptied; the entry found last is gone with it"},
+    {NULL, NULL, 0, NULL},
+};
 
 static PyTypeObject InstructionFilterType = {
     PyVarObject_HEAD_INIT(NULL, 0)
@@ -155,6 +190,7 @@ static PyTypeObject InstructionFilterType = {
     .tp_dealloc = (destructor)filter_dealloc,
     .tp_traverse = (traverseproc)filter_traverse,
     .tp_clear = (inquiry)filter_clear,
+    .tp_methods = filter_methods,
 };
 
 static PyObject *
@@ -175,6 +211,8 @@ instruction_filter(PyObject *module, PyObject *args)
     self->events = Py_NewRef(events);
     self->fail = Py_NewRef(fail);
     self->slow = Py_NewRef(slow);
+    self->last_code = NULL;
+    self->last_fast = NULL;
     PyObject_GC_Track(self);
     return (PyObject *)self;
 }

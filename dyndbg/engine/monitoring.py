@@ -89,6 +89,7 @@ class MonitoringTracer:
         on_instruction = self._on_instruction if self._compiled is None else \
             self._compiled.instruction_filter(self._fast, sink.conditions, ENGINE_LOCK, sink,
                                               self.events, self._fail, self._on_instruction)
+        self._on_instruction_filter = on_instruction
         self._callbacks = ((_E.INSTRUCTION, on_instruction), (_E.PY_START, self._on_start),
                            (_E.PY_RETURN, self._on_return), (_E.CALL, self._on_call),
                            (_E.RAISE, self._on_raise), (_E.PY_UNWIND, self._on_unwind))
@@ -146,6 +147,8 @@ class MonitoringTracer:
         if not self._started:
             return
         self._fast.clear()   # the mode or the breakpoints changed: asked again
+        if self._compiled is not None:
+            self._on_instruction_filter.forget()   # the entry it found last, too
         policy = (self.policy.stepping, self.policy.version)
         if policy == self._policy and not self._disabled:
             return
