@@ -167,6 +167,21 @@ def test_ring_buffer_drops_the_oldest(tmp_path: Path) -> None:
     assert "record on: 10 instructions" in out
 
 
+def test_breakpoint_set_while_recording_stops_in_the_same_code(tmp_path: Path) -> None:
+    """A breakpoint set at a stop while recording, later in the code being
+    recorded, stops there: the compiled core's record of that code (and on
+    sys.monitoring the entry its filter found last) is dropped with the change."""
+    run = recorded(["b step_back.py:17", "c", "b step_back.py:18", "c", "where", "c"],
+                   tmp_path, options=["--record"])
+    out = run.transcript
+    first, second = out.split("(dyndbg) b step_back.py:18\n", 1)
+    assert "Breakpoint 1 at step_back.py:17, hit 1" in first, first
+    stop = second.split("(dyndbg) where\n", 1)[0]
+    assert "Breakpoint 2 at step_back.py:18, hit 1" in stop, stop
+    assert "!! ZeroDivisionError" not in stop, stop       # not run past it to the failure
+    assert "ZeroDivisionError" in run.stderr     # then, continued, it fails as without dyndbg
+
+
 def test_history_save_writes_json_lines(tmp_path: Path) -> None:
     saved = tmp_path / "history.jsonl"
     run = recorded(["c", f"history save {saved}", "history save"], tmp_path)
