@@ -8,6 +8,7 @@ setup(ext_modules=[
     Extension("dyndbg.cpython._frames", ["dyndbg/cpython/_frames.c"], optional=True),
     Extension("dyndbg.engine._history", ["dyndbg/engine/_history.c"],
               depends=["dyndbg/engine/_attributes.h", "dyndbg/engine/_keeping.h",
+                       "dyndbg/engine/_tokens.h", "dyndbg/engine/_recorder.h",
                        "dyndbg/engine/_track.h"], optional=True),
     Extension("dyndbg.engine._settrace", ["dyndbg/engine/_settrace.c"],
               depends=["dyndbg/engine/_recording.h", "dyndbg/engine/_attributes.h",
