@@ -4,11 +4,11 @@
  * A filter in front of MonitoringTracer._on_instruction for the codes listed
  * in `fast` (id(code) -> (record, spec, slow offsets, after, checks)), filled
  * by _on_instruction and emptied by monitoring.py (then forget()) whenever
- * the engine's mode or breakpoints change. While the engine only records (`record on`,
- * continuing, no trace), an instruction is recorded here by the compiled
- * History, in the frame running it; while it does not record, an armed
- * offset with a ConditionCheck has its condition evaluated here, and a false
- * one only counts the hit. Both under the engine lock. Everything else, and
+ * the engine's mode or breakpoints change. While the engine only records
+ * (`record on`, continuing, no trace), an instruction is recorded here by
+ * the compiled History, in the frame running it; while it does not record,
+ * an armed offset with a ConditionCheck has its condition evaluated here,
+ * and a false one only counts the hit. Both under the engine lock. Everything else, and
  * every listed slow offset (an armed breakpoint while recording, a 3.12
  * resume call site), goes to _on_instruction. A failure goes to _fail.
  */
