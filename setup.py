@@ -9,7 +9,7 @@ setup(ext_modules=[
     Extension("dyndbg.engine._history", ["dyndbg/engine/_history.c"],
               depends=["dyndbg/engine/_attributes.h", "dyndbg/engine/_keeping.h",
                        "dyndbg/engine/_tokens.h", "dyndbg/engine/_recorder.h",
-                       "dyndbg/engine/_track.h"], optional=True),
+                       "dyndbg/engine/_track.h", "dyndbg/cpython/_members.h"], optional=True),
     Extension("dyndbg.engine._settrace", ["dyndbg/engine/_settrace.c"],
               depends=["dyndbg/engine/_recording.h", "dyndbg/engine/_attributes.h",
                        "dyndbg/engine/_framebook.h", "dyndbg/engine/_filter.h",

@@ -9,11 +9,8 @@
 #define DYNDBG_TOKENS_H
 
 #include <Python.h>
-#ifndef Py_T_OBJECT_EX      /* Python.h names them from 3.12 on; before, structmember.h */
-#include <structmember.h>
-#define Py_T_OBJECT_EX T_OBJECT_EX
-#define Py_T_PYSSIZET T_PYSSIZET
-#endif
+
+#include "../cpython/_members.h"
 
 typedef struct {
     PyObject *keep;             /* ValueKeeper.keep(value, seq, depth) -> (kept, token) */

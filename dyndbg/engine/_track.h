@@ -7,10 +7,8 @@
 
 #include <Python.h>
 #include <stddef.h>        /* offsetof */
-#ifndef Py_T_OBJECT_EX      /* Python.h names it from 3.12 on; before, structmember.h */
-#include <structmember.h>
-#define Py_T_OBJECT_EX T_OBJECT_EX
-#endif
+
+#include "../cpython/_members.h"
 
 typedef struct {
     PyObject_HEAD
