@@ -129,8 +129,6 @@ class _Track:
 class History:
     def __init__(self) -> None:
         self.on = False
-        self.size = DEFAULT_SIZE
-        self._sweep_after = _sweep_after(DEFAULT_SIZE)
         self._records: collections.deque[Record] = collections.deque()
         self._keeper = ValueKeeper(Limits(DEFAULT_COPY_LIMIT, DEFAULT_MEMORY))
         self._next = 0                # the Python core's seq counter (next_seq)
@@ -146,8 +144,7 @@ class History:
             KEEPS_VALUES_OPNAMES, NULL, StackUnavailable, _Copy, VOLATILE, AS_IS,
             self._keeper.copies_by_id, frozenset(PLAIN_TENSOR_TYPES), _Items,
             (CONTAINER_ITEMS, CONTAINER_DEPTH))
-        if self._recorder is not None:
-            self._recorder.size = self.size   # its copy of the bound (resize sets both)
+        self.resize(DEFAULT_SIZE)     # size and what follows from it, the recorder's too
 
     # -- settings -------------------------------------------------------------------
     @property
