@@ -1,7 +1,9 @@
 """Unit tests of where a line breakpoint arms (CodeInfo.line_entries), with
 CPython's own 'line' trace events as the oracle: every offset at which the
 interpreter reports entering a line is an entry, and a forward jump inside
-one line's run (torch 2.15's profiler template around a graph call) is not."""
+one line's run (torch 2.15's profiler template around a graph call) is not;
+and of which instructions can never stop (CodeInfo's `silent`), with its
+'opcode' events as the oracle."""
 from __future__ import annotations
 
 import sys
@@ -10,6 +12,7 @@ from typing import NamedTuple
 
 from dyndbg.cpython.tracing import prepare_settrace
 from dyndbg.engine.codeinfo import CodeInfo
+from dyndbg.engine.targets import entry_offset
 
 
 def one_line_if(a):
@@ -28,6 +31,16 @@ def two_line_loop(n):
     while i < n:
         i += 1
     return i
+
+
+def closure_maker():
+    k = 1
+
+    def middle(a):               # a free variable (k) and a cell (a): COPY_FREE_VARS, MAKE_CELL
+        def inner():
+            return a + k
+        return inner()
+    return middle
 
 
 class Counts(NamedTuple):
@@ -96,3 +109,18 @@ def test_a_jump_back_enters_the_line_again() -> None:
     info = CodeInfo(one_line_loop.__code__)
     line = one_line_loop.__code__.co_firstlineno + 2
     assert len(info.line_entries(line)) >= 2
+
+
+def test_what_runs_before_the_frames_start_never_stops() -> None:
+    """A closure's COPY_FREE_VARS and MAKE_CELL run before its 'call' event,
+    untraced, and RESUME gets no event: the entry of a function (`b FUNC`)
+    is the first instruction CPython reports, else it never stops there."""
+    middle = closure_maker()
+    info = CodeInfo(middle.__code__)
+    ran = counts(middle, 2).runs
+    first = min(ran)
+    assert {i.opname for i in info.instructions if i.offset < first} >= \
+        {"COPY_FREE_VARS", "MAKE_CELL"}
+    assert entry_offset(info) == first
+    # Straight-line code: every instruction that is not silent runs once.
+    assert {i.offset for i in info.instructions if not i.silent} == set(ran)

@@ -11,8 +11,20 @@ import types
 
 # A frame's start is reported as its 'call' (settrace) or PY_START (monitoring)
 # event; RESUME itself gets no opcode or INSTRUCTION event (measured on
-# 3.11-3.13), so no stop can happen there.
+# 3.11-3.13), so no stop can happen there; nor before it (first_traced).
 SILENT_OPNAMES = frozenset({"RESUME"})
+
+
+def first_traced(code: types.CodeType) -> int:
+    """The offset of the first instruction that gets events: those before the
+    code's first RESUME (a closure's COPY_FREE_VARS and MAKE_CELL, a
+    generator's RETURN_GENERATOR) run before the frame's start is reported,
+    untraced (CPython's _co_firsttraceable; measured on 3.11-3.13)."""
+    for instr in dis.get_instructions(code):
+        if instr.opname == "RESUME":
+            return instr.offset
+    return 0
+
 
 # Calls whose callable and arguments are on the value stack (3.13 adds CALL_KW,
 # which carries the keyword names on top; 3.11 and 3.12 use KW_NAMES + CALL).

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dyndbg.cpython import SILENT_OPNAMES
 from dyndbg.dap.addresses import parse_address
 from dyndbg.dap.bytecode_source import serial_of_path
 from dyndbg.dap.capabilities import ExceptionFilter
@@ -210,7 +209,7 @@ class BreakpointRequests:
         instr = info.containing(offset)
         if instr is None or offset >= len(entry.code.co_code):
             raise RequestError(f"no instruction at offset {offset} in {entry.label()}")
-        if instr.opname in SILENT_OPNAMES:
+        if instr.silent:
             raise RequestError(f"{instr.opname} at @{instr.offset} runs before tracing starts")
         return InstructionTarget(entry.code, instr.offset, instr.index, entry.label())
 

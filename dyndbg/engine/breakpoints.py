@@ -8,7 +8,6 @@ import types
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, NamedTuple
 
-from dyndbg.cpython import SILENT_OPNAMES
 from dyndbg.dynamo.registry import GeneratedCode
 from dyndbg.engine.codeinfo import CodeInfo, Instr
 from dyndbg.engine.targets import (CatchTarget, LineTarget, MarkerTarget, ResumeTarget,
@@ -43,7 +42,7 @@ class ArmingPlan:
         reached_by_line: set[int] = set()
         previous: int | None = None
         for instr in info.instructions:
-            if instr.opname in SILENT_OPNAMES:
+            if instr.silent:
                 continue  # a frame's first line event comes after RESUME (measured)
             if instr.line is not None and instr.line != previous and not instr.is_jump_target:
                 reached_by_line.add(instr.offset)

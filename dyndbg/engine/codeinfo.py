@@ -7,7 +7,7 @@ import linecache
 import types
 from dataclasses import dataclass
 
-from dyndbg.cpython import NO_FALL_THROUGH, SILENT_OPNAMES
+from dyndbg.cpython import NO_FALL_THROUGH, SILENT_OPNAMES, first_traced
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,7 @@ class Instr:
     line: int | None          # the user's source line this instruction belongs to
     is_jump_target: bool
     jump_target: int | None   # offset this instruction may jump to
+    silent: bool = False      # gets no event, so never stops (RESUME, what runs before it)
 
 
 class CodeInfo:
@@ -31,6 +32,7 @@ class CodeInfo:
         self.instructions: list[Instr] = []
         self._index_by_offset: dict[int, int] = {}
         line: int | None = None
+        traced_from = first_traced(code)
         for i, ins in enumerate(dis.get_instructions(code)):
             positions = getattr(ins, "positions", None)
             if positions is not None and positions.lineno is not None:
@@ -40,7 +42,8 @@ class CodeInfo:
             target = ins.argval if ins.opcode in dis.hasjabs or ins.opcode in dis.hasjrel else None
             self.instructions.append(Instr(i, ins.offset, ins.opname, ins.arg, ins.argval,
                                            ins.argrepr, line, ins.is_jump_target,
-                                           target if isinstance(target, int) else None))
+                                           target if isinstance(target, int) else None,
+                                           ins.opname in SILENT_OPNAMES or ins.offset < traced_from))
             self._index_by_offset[ins.offset] = i
 
     def __len__(self) -> int:
@@ -83,7 +86,7 @@ class CodeInfo:
         previous: int | None = None     # the line execution falls in from
         falls_in = True                 # the code's first instruction is entered
         for instr in self.instructions:
-            if instr.opname in SILENT_OPNAMES:
+            if instr.silent:
                 continue  # never stops: the line is entered at the next instruction
             if instr.line == line and ((falls_in and previous != line)
                                        or self._reentered(instr, sources)):

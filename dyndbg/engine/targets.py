@@ -21,7 +21,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Callable
 
-from dyndbg.cpython import CALL_OPNAMES, MARKER_LOAD, SILENT_OPNAMES, call_site
+from dyndbg.cpython import CALL_OPNAMES, MARKER_LOAD, call_site
 from dyndbg.dynamo.markers import breakpoint_marker
 from dyndbg.dynamo.names import GRAPH_NAME, RESUME_GLOBAL, graph_number
 from dyndbg.dynamo.registry import GeneratedCode, is_resume_name
@@ -32,9 +32,9 @@ StackReader = Callable[[], "list[object] | None"]   # reads the value stack on d
 
 
 def entry_offset(info: CodeInfo) -> int | None:
-    """The first instruction that can stop (RESUME never does)."""
+    """The first instruction that can stop (not RESUME, nor what runs before it)."""
     for instr in info.instructions:
-        if instr.opname not in SILENT_OPNAMES:
+        if not instr.silent:
             return instr.offset
     return None
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 
-from dyndbg.cpython import SILENT_OPNAMES
 from dyndbg.dynamo.names import GRAPH_NAME, graph_number
 from dyndbg.engine.breakpoints import Breakpoint, Location
 from dyndbg.engine.targets import CatchTarget, InstructionTarget, LineTarget, Target
@@ -42,16 +41,17 @@ class BreakpointCommands:
             instr = info.at_offset(offset)
             if instr is None:
                 raise CommandError(f"no instruction starts at offset {offset} in {entry.label()}")
-            if instr.opname in SILENT_OPNAMES:
+            if instr.silent:
                 raise CommandError(f"@{offset} ({instr.opname}) runs before tracing starts")
             return InstructionTarget(entry.code, offset, instr.index, entry.label())
         index = location.number
         if not 0 <= index < len(info):
             raise CommandError(f"instruction index out of range (0..{len(info) - 1})")
         instr = info.instructions[index]
-        if instr.opname in SILENT_OPNAMES:
+        if instr.silent:
+            later = next((i.index for i in info.instructions[index:] if not i.silent), None)
             raise CommandError(f"instruction {index} ({instr.opname}) runs before tracing "
-                               f"starts; use {index + 1}")
+                               "starts" + ("" if later is None else f"; use {later}"))
         return InstructionTarget(entry.code, instr.offset, index, entry.label())
 
     def resolution(self, bp: Breakpoint) -> str:
