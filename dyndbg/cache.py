@@ -79,9 +79,12 @@ def check(compile_id: str, *args: object, **kwargs: object) -> tuple[bool, str]:
 
 
 def _call_locals(original: types.CodeType, args: tuple, kwargs: dict) -> dict:
-    function = cache.function_of(original)
+    """What a call with these arguments binds at its start, as the guards read
+    it (`L[...]`): the arguments, defaults applied, and the free variables."""
+    function = cache.function_of(original, closure=True)
     try:
-        bound = inspect.signature(function).bind(*args, **kwargs)
+        # Its own parameters, not those of what a functools.wraps wrapper wraps.
+        bound = inspect.signature(function, follow_wrapped=False).bind(*args, **kwargs)
     except TypeError as error:
         raise CacheError(f"arguments do not fit {function.__name__}: {error}") from None
     bound.apply_defaults()

@@ -86,6 +86,21 @@ def test_launch_stops_on_entry_with_the_stack_the_cli_shows(dap, tmp_path):
     assert frame["name"] == "f [0/0]" and len(got["stack"]) >= 2, (frame, got)
 
 
+def test_the_editor_shows_the_free_variables_among_the_inputs_at_entry(dap):
+    """The DAP view of the same inputs: a functools.wraps wrapper's arguments
+    and the closure's `func` its guards read."""
+    program = ROOT / "tests" / "corpus" / "closure_decorators.py"
+    dap.start("launch", {"program": str(program), "cwd": str(ROOT), "stopOnEntry": True})
+    dap.stopped(reason="entry")
+    frame = dap.top()
+    scopes = dap.client.ok("scopes", {"frameId": frame["id"]})["scopes"]
+    [inputs] = [s for s in scopes if s["name"] == "Inputs at entry"]
+    names = {v["name"] for v in dap.client.ok(
+        "variables", {"variablesReference": inputs["variablesReference"]})["variables"]}
+    assert names == {"args", "scale", "kwargs", "func"}, names
+    dap.disconnect()
+
+
 def test_a_null_slot_says_NULL_as_stack_does(dap):
     """The Value stack scope shows a NULL slot as `stack` prints it: `<NULL>`."""
     dap.launch(GRAPH_BREAK)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dyndbg.cpython.calls import CallSite, call_site
 from dyndbg.cpython.opcodes import (CALL_OPNAMES, MARKER_LOAD, NO_FALL_THROUGH, SILENT_OPNAMES,
-                                    argument_names, first_traced,
-                                    is_return, rebinds_arguments, returned_value)
+                                    argument_names, entry_names, entry_names_may_change,
+                                    first_traced, is_return, returned_value)
 from dyndbg.cpython.stackdepth import depth_before, instruction_start, suspended_depth
 from dyndbg.cpython.valuestack import (NULL, StackUnavailable, event_depths, read_frame_slots,
                                        read_suspended_stack, read_value_stack, slot_names,
@@ -22,5 +22,5 @@ __all__ = ["NULL", "StackUnavailable", "event_depths", "read_frame_slots", "read
            "read_value_stack", "slot_names",
            "depth_before", "instruction_start", "suspended_depth", "stack_support",
            "CALL_OPNAMES", "MARKER_LOAD", "NO_FALL_THROUGH", "SILENT_OPNAMES", "argument_names", "is_return",
-           "first_traced", "rebinds_arguments", "returned_value",
+           "entry_names", "entry_names_may_change", "first_traced", "returned_value",
            "CallSite", "call_site"]

@@ -116,10 +116,20 @@ def argument_names(code: types.CodeType) -> tuple[str, ...]:
     return code.co_varnames[:count]
 
 
-def rebinds_arguments(code: types.CodeType) -> bool:
-    """Some instruction stores into or deletes an argument: otherwise the
-    arguments' bindings at any point of a frame are those it started with."""
+def entry_names(code: types.CodeType) -> tuple[str, ...]:
+    """The names bound when a frame of `code` starts, as dynamo's guards read
+    them (`L[...]`): its arguments, and its free variables (a closure's cells,
+    read through, as `frame.f_locals` gives them)."""
+    return argument_names(code) + code.co_freevars
+
+
+def entry_names_may_change(code: types.CodeType) -> bool:
+    """A frame's bindings of entry_names may differ from its start's later on:
+    some instruction stores into or deletes one, or one is a cell, which
+    another frame (a closure called meanwhile) may set."""
     arguments = set(argument_names(code))
+    if code.co_freevars or arguments.intersection(code.co_cellvars):
+        return True
     for instr in dis.get_instructions(code):
         if instr.opname in _REBINDING:
             names = instr.argval if isinstance(instr.argval, tuple) else (instr.argval,)

@@ -127,7 +127,7 @@ class StopRequests:
                 scope["name"] = f"Value stack ({note})"
             scopes.append(scope)
         if on_stop_frame and not recorded and stop.entry_locals is not None:
-            scopes.append(self._scope("Arguments at entry", "arguments",
+            scopes.append(self._scope("Inputs at entry", "arguments",
                                       list(stop.entry_locals.items())))
         return {"scopes": scopes}
 

@@ -136,20 +136,41 @@ def reset_precompile(original: types.CodeType) -> None:
 
 # -- running by hand ---------------------------------------------------------------
 
-def function_of(original: types.CodeType) -> types.FunctionType:
-    """A live function whose code is `original` (for its globals, defaults, closure)."""
+def function_of(original: types.CodeType, closure: bool = False) -> types.FunctionType:
+    """A live function whose code is `original` (for its globals and defaults;
+    `closure`: for its free variables' values too). Where live functions of
+    that code hold different values in their cells (a decorator's wrapper
+    around several functions), which one a call means is not known from its
+    arguments: CacheError, rather than the guards read on one picked."""
     functions = [f for f in gc.get_referrers(original)
                  if isinstance(f, types.FunctionType) and f.__code__ is original]
     if not functions:
         raise CacheError(f"no live function runs {original.co_name}: nothing to take its "
                          "globals and closure from")
+    if closure and original.co_freevars and \
+            len({_cell_values(f) for f in functions}) > 1:
+        raise CacheError(f"{len(functions)} live functions run {original.co_name} with "
+                         f"different values of its free variables "
+                         f"({', '.join(original.co_freevars)}): which one a call means is not "
+                         "known from its arguments")
     return functions[-1]
+
+
+def _cell_values(function: types.FunctionType) -> tuple[int | None, ...]:
+    """What the function's cells hold, by identity (None: an empty cell)."""
+    values: list[int | None] = []
+    for cell in function.__closure__ or ():
+        try:
+            values.append(id(cell.cell_contents))
+        except ValueError:
+            values.append(None)
+    return tuple(values)
 
 
 def run_code(original: types.CodeType, code: types.CodeType, args: tuple, kwargs: dict) -> object:
     """Call `code` as the function `original` belongs to, without dynamo: no guards are
     checked, and resume functions it calls run as plain Python."""
-    function = function_of(original)
+    function = function_of(original, closure=True)
     runner = types.FunctionType(code, function.__globals__, function.__name__,
                                 function.__defaults__, function.__closure__)
     runner.__kwdefaults__ = function.__kwdefaults__

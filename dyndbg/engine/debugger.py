@@ -25,7 +25,7 @@ from dyndbg.engine.frame_memory import FrameMemory
 from dyndbg.engine.history import History
 from dyndbg.engine.interrupts import Interrupts
 from dyndbg.engine.modes import Mode, StepKind
-from dyndbg.engine.policy import TracePolicy, keeps_arguments
+from dyndbg.engine.policy import TracePolicy, keeps_entry_names
 from dyndbg.engine.postmortem import FailureLog, post_mortem_stop
 from dyndbg.engine.snapshots import Snapshots
 from dyndbg.engine.stop import Stop, StopReason, TraceEvent, TraceKind, frame_event
@@ -267,7 +267,7 @@ class Engine:
     def start_only_forgets(self, entry: GeneratedCode) -> bool:
         """on_frame_start of a frame of `entry` does no more than forget: a
         mechanism may do that itself (the compiled core, settrace.c)."""
-        return keeps_arguments(entry) and not self.policy.tracing
+        return keeps_entry_names(entry) and not self.policy.tracing
 
     def forget(self, frame: types.FrameType) -> None:
         """The frame can stop no more (it returned, or was released): what is

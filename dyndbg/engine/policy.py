@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import types
 
-from dyndbg.cpython import rebinds_arguments
+from dyndbg.cpython import entry_names_may_change
 from dyndbg.dynamo import GeneratedCode, Registry
 from dyndbg.dynamo.names import RESUME_GLOBAL
 from dyndbg.engine.breakpoints import ArmingPlan, BreakpointTable
@@ -20,12 +20,13 @@ from dyndbg.engine.codeinfo import code_info
 from dyndbg.engine.modes import CodeNeeds, TraceLevel
 
 
-def keeps_arguments(entry: GeneratedCode) -> bool:
-    """The code never rebinds its arguments (computed once per code): a
-    frame's arguments at a stop are those it started with."""
-    keeps = entry.extra.get("keeps_arguments")
+def keeps_entry_names(entry: GeneratedCode) -> bool:
+    """What a frame of the code had bound at its start (its arguments and free
+    variables, which the guards read) is bound alike at any stop (computed once
+    per code): read there, not kept from the start."""
+    keeps = entry.extra.get("keeps_entry_names")
     if keeps is None:
-        keeps = entry.extra["keeps_arguments"] = not rebinds_arguments(entry.code)
+        keeps = entry.extra["keeps_entry_names"] = not entry_names_may_change(entry.code)
     return keeps
 
 
@@ -112,14 +113,14 @@ class TracePolicy:
         return stopped_before and not self.failed_calls
 
     def code_needs(self, entry: GeneratedCode) -> CodeNeeds:
-        """trace_level, per code object and in parts. A frame's arguments at
-        its start serve the explanations at a stop: recorded at the start
-        only where a stop is possible and the code rebinds an argument (else
-        they are read at the stop). `trace on` shows every start and return."""
+        """trace_level, per code object and in parts. What a frame had bound at
+        its start serves the explanations at a stop: kept at the start only
+        where a stop is possible and the bindings may change (else they are
+        read at the stop). `trace on` shows every start and return."""
         level = self.trace_level(entry)
         stops = level >= TraceLevel.ARMED or self.breakpoints.catches_exceptions()
         return CodeNeeds(level if level >= TraceLevel.ARMED else TraceLevel.NONE,
-                         (stops and not keeps_arguments(entry)) or self.tracing,
+                         (stops and not keeps_entry_names(entry)) or self.tracing,
                          self.watches_resume_calls(entry), level >= TraceLevel.CALLS)
 
     def watches_resume_calls(self, entry: GeneratedCode) -> bool:

@@ -32,7 +32,7 @@ class Stop:
     breakpoints: list[Breakpoint] = field(default_factory=list)
     exception: BaseException | None = None
     first_in_frame: bool = False                  # the first stop in this run of the frame
-    entry_locals: dict | None = None              # the frame's arguments when it started
+    entry_locals: dict | None = None              # its arguments and free variables at its start
     why: str = ""                                 # "after dyndbg.breakpoint()" and the like
     # post mortem: the traceback's frames, each with the instruction it was at
     frames: list[tuple[types.FrameType, int]] | None = None

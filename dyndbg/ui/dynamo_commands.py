@@ -151,8 +151,12 @@ class DynamoCommands:
             if isinstance(tree, str):
                 host.write(f"  {tree}")
                 continue
+            unevaluated = False
             for line in tree:
-                mark = {True: "ok  ", False: "FAIL", None: "    "}[line.passed]
+                # A note has no number; a guard that could not be evaluated here, n/a.
+                mark = {True: "ok  ", False: "FAIL",
+                        None: "    " if line.number is None else "n/a "}[line.passed]
+                unevaluated = unevaluated or mark == "n/a "
                 number = "" if line.number is None else str(line.number)
                 host.write(cut(f"  {mark} {number:>3}{'  ' * line.depth}{line.text}", 163))
                 if line.reason:
@@ -160,6 +164,9 @@ class DynamoCommands:
                     # shown only where it helps: under the guard that failed.
                     hint = f"  (HINT: {line.hint})" if line.hint else ""
                     host.write(f"         {'  ' * line.depth}^ {line.reason}{hint}")
+            if unevaluated:
+                host.write("  n/a: not evaluated on its own here (its value or its code does not "
+                           "evaluate out of the frame)")
 
     def do_cache(self, arg: str) -> None:
         """cache [FUNC]
@@ -204,7 +211,8 @@ class DynamoCommands:
         return list(found.values())
 
     def _entry_locals_of(self, frame: types.FrameType) -> dict:
-        """The inputs the guards saw: the frame's arguments when it started."""
+        """The inputs the guards saw: what the frame had bound when it started
+        (its arguments and free variables); another frame's, as they are now."""
         stop = self.host.stop
         assert stop is not None
         if frame is stop.frame and stop.entry_locals is not None:

@@ -12,7 +12,6 @@ one line per program: `CORES {"program": P, "records": N, "compared": N,
 """
 import io
 import json
-import runpy
 import sys
 
 import torch
@@ -22,6 +21,8 @@ from dyndbg.attach import attach
 from dyndbg.cpython import valuestack
 from dyndbg.engine import history as history_module
 from dyndbg.engine.recorded_values import Summary
+
+from in_process import run_attached  # beside this file
 
 differences: list[str] = []
 counts = {"records": 0, "compared": 0, "reads": 0, "fast": 0}
@@ -131,16 +132,7 @@ def run(program: str) -> None:
     engine.fast_paths.record = fast
     # Called from the compiled trace function: dynamo must not compile them.
     engine.hooks.shield(both_fast, compare_slots, compare_last, python_reader)
-    sys.argv = [program]
-    out = sys.stdout
-    try:
-        sys.stdout = io.StringIO()      # the programs' own output is not compared here
-        runpy.run_path(program, run_name="__main__")
-    except BaseException:  # noqa: BLE001 - the program's own end
-        pass
-    finally:
-        sys.stdout = out
-        engine.detach()
+    run_attached(program, engine)
     print("CORES " + json.dumps({"program": program, "tracer": engine.tracer.name, **counts,
                                  "differences": differences}), flush=True)
 
