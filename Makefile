@@ -35,7 +35,7 @@ endif
 endif
 BIN    := $(VENV)/bin
 
-.PHONY: demo test bench venv
+.PHONY: demo test typecheck bench venv
 
 venv:
 	@test -n "$(VENV)" || { echo "make: no Python $(PY) on this machine"; exit 3; }
@@ -46,6 +46,11 @@ demo: venv
 
 test: venv
 	$(IN) $(BIN)/python -m pytest -q -n 2 $(TESTS)
+
+# The type checker, configured in pyproject.toml ([tool.mypy]); CI runs it
+# beside the 3.11 pair.
+typecheck: venv
+	$(IN) $(BIN)/python -m mypy
 
 bench: venv
 	$(IN) $(BIN)/python bench/overhead.py

@@ -27,14 +27,14 @@ def _engine(out: TextIO | None = None, commands: list[str] | None = None,
     engine = _attach.current()
     if engine is not None:
         if commands:
-            engine.frontend.pending.extend(commands)  # type: ignore[attr-defined]
+            engine.frontend.pending.extend(commands)  # type: ignore[attr-defined]  # the prompt's Session
         return engine, False
     return _attach.attach(out or sys.stdout, commands, no_color), True
 
 
 def _caller() -> types.FrameType | None:
     """The frame that called the entry point, above torch.compiler.disable's wrapper."""
-    frame = sys._getframe(2)
+    frame: types.FrameType | None = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename == _DISABLE_WRAPPER_FILE:
         frame = frame.f_back
     return frame
@@ -74,6 +74,8 @@ def listen(port: int = 5678, host: str = "127.0.0.1") -> int:
         raise RuntimeError("dyndbg is already attached to this process")
     frontend = server.start(listen=(host, port),
                             announce=lambda text: print(text, file=sys.stderr, flush=True))
+    if frontend.port is None:
+        raise RuntimeError("the DAP server is not listening")
     return frontend.port
 
 
@@ -209,7 +211,7 @@ def post_mortem(t: types.TracebackType | BaseException | None = None) -> None:
     if owned:
         engine.set_continue()  # compiled code run from the prompt does not stop
     try:
-        if not engine.post_mortem(tb, exc):  # type: ignore[arg-type]
+        if not engine.post_mortem(tb, exc):  # type: ignore[arg-type]  # a traceback here (tb or its exception's)
             engine.frontend.message("dyndbg: no dynamo-generated frame in this traceback")
     finally:
         if owned:

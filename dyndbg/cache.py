@@ -194,7 +194,7 @@ def graph_capture(number: int, at_hand: Sequence[object] | None = None) -> None:
         except Exception:   # the program's call must go on whatever copying did
             pass
         return compiled(*args, **kwargs)
-    capture.__wrapped__ = compiled  # type: ignore[attr-defined]
+    capture.__wrapped__ = compiled  # type: ignore[attr-defined]  # a function's attribute
     setattr(capture, _GRAPH, compiled)
     # Generated code calls it inside the compiled frame: dynamo must skip it and
     # all it calls (else it compiles dyndbg's own code: extra frames, a graph
@@ -203,9 +203,12 @@ def graph_capture(number: int, at_hand: Sequence[object] | None = None) -> None:
     namespace[name] = capture
 
 
-def _compiled(value: object) -> object:
+def _compiled(value: object) -> Callable[..., object]:
     """The compiled graph itself, where `value` is a capture wrapper not yet called."""
-    return getattr(value, _GRAPH, value)
+    compiled = getattr(value, _GRAPH, value)
+    if not callable(compiled):
+        raise CacheError(f"not a compiled graph: {type(compiled).__name__}")
+    return compiled
 
 
 def captured(number: int) -> tuple | None:
@@ -231,7 +234,7 @@ def graph_run(number: int, *inputs: object) -> GraphRun:
     module = graphs.graph_module(name, compiled_fn)
     if module is None:
         return GraphRun(compiled, None, None, "no FX graph kept for this graph's backend")
-    eager = module(*[_copy(a) for a in inputs])  # type: ignore[operator]
+    eager = module(*[_copy(a) for a in inputs])  # type: ignore[operator]  # a GraphModule, typed object
     same, difference = _compare(compiled, eager)
     return GraphRun(compiled, eager, same, difference)
 

@@ -169,13 +169,14 @@ def _run_target(args: argparse.Namespace, target_argv: list[str], code: types.Co
     debug, prefix_rank = _rank_plan(args)
     if debug:
         from dyndbg.engine.debugger import DyndbgQuit
+        quitting: type[BaseException] = DyndbgQuit
         failed = _attach(args, prefix_rank)
         if failed is not None:
             return failed
     else:
         # Not the rank being debugged: run as plain python, dyndbg's engine
         # (and torch, which it imports) not even loaded.
-        DyndbgQuit = _NeverRaised  # noqa: N806
+        quitting = _NeverRaised
 
     sys.argv[:] = target_argv
     try:
@@ -192,7 +193,7 @@ def _run_target(args: argparse.Namespace, target_argv: list[str], code: types.Co
             exec(code, main_module.__dict__)
     except SystemExit:
         raise
-    except DyndbgQuit:
+    except quitting:
         return 0
     except BaseException as error:  # noqa: BLE001 - report it as python would
         _report_uncaught(error)
@@ -270,7 +271,7 @@ def _attach(args: argparse.Namespace, prefix_rank: int | None) -> int | None:
             return _fail(f"can't write {args.out!r}: {error}")
     reads_input = prefix_rank is None or prefix_rank == 0
     if prefix_rank is not None:
-        out = RankWriter(out, prefix_rank, interactive=reads_input)  # type: ignore[assignment]
+        out = RankWriter(out, prefix_rank, interactive=reads_input)
     attach(out, args.command, args.no_color, read_rc=not args.no_rc, read_input=reads_input)
     _apply_options(args)
     return None

@@ -25,7 +25,7 @@ def time_limit(seconds: float) -> Iterator[None]:
         yield
         return
 
-    def expire(signum, frame):  # type: ignore[no-untyped-def]
+    def expire(signum, frame):
         raise TimeLimitExceeded(f"took over {seconds:g} s")
 
     signal.signal(signal.SIGALRM, expire)

@@ -15,6 +15,7 @@ import ctypes
 import enum
 import sys
 import types
+from typing import Any
 
 from dyndbg import cores
 from dyndbg.cpython.layouts import FrameLayout, layout_for_running_python
@@ -158,7 +159,7 @@ def _read_python(layout: FrameLayout, frame: types.FrameType, depth: int | None,
 
 
 _checked: tuple[FrameLayout | None, str | None] | None = None
-_frames = None              # the compiled reader module, where it runs
+_frames: Any = None         # the compiled reader module (_frames.c, no stub yet), where it runs
 _reader = _read_python      # _read_compiled once the compiled reader passes the check
 
 
@@ -178,7 +179,7 @@ def _self_check(layout: FrameLayout, reader=_read_python) -> str | None:  # noqa
     sentinel = object()
     seen: list[bool] = []
 
-    def look() -> None:
+    def look() -> object:
         caller = sys._getframe(1)
         depth = suspended_depth(caller.f_code, caller.f_lasti)
         try:
@@ -187,6 +188,7 @@ def _self_check(layout: FrameLayout, reader=_read_python) -> str | None:  # noqa
             stack = []
         seen.append(len(stack) == 4 and {id(stack[0]), id(stack[1])} == {id(_take), id(NULL)}
                     and stack[2] is sentinel and stack[3] is sentinel)
+        return None   # an argument of `take`: the call is what keeps the stack
 
     def probe(marker: object, take=_take) -> None:  # noqa: ANN001
         take(marker, marker, look())  # `look` runs with [take, NULL, marker, marker] below it
@@ -298,7 +300,7 @@ def _at_event(frame: types.FrameType, with_locals: bool) -> list[object]:
 def slot_names(code: types.CodeType) -> tuple[tuple[str, ...], frozenset[int]]:
     """The names of the slots before the value stack, and which of them hold
     a cell (a cell or free variable: its value is the cell's contents)."""
-    names = tuple(code._varname_from_oparg(i)  # type: ignore[attr-defined]
+    names = tuple(code._varname_from_oparg(i)  # type: ignore[attr-defined]  # CPython's own, no stub
                   for i in range(nlocalsplus(code)))
     celled = set(code.co_cellvars) | set(code.co_freevars)
     return names, frozenset(i for i, name in enumerate(names) if name in celled)

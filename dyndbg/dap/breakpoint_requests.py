@@ -19,7 +19,7 @@ from dyndbg.engine.targets import CatchTarget, InstructionTarget, LineTarget, Ta
 from dyndbg.ui.parsing import CommandError, check_condition, named_target
 
 if TYPE_CHECKING:
-    from dyndbg.dap.requests import Requests
+    from dyndbg.dap.hub import Hub
 
 FUNCTION = "function"
 INSTRUCTION = "instruction"
@@ -27,7 +27,7 @@ REASONS = {FUNCTION: "function breakpoint", INSTRUCTION: "instruction breakpoint
 
 
 class BreakpointRequests:
-    def __init__(self, requests: "Requests") -> None:
+    def __init__(self, requests: "Hub") -> None:
         self.requests = requests
         self.stops_on_stepped_exceptions = True
         self._owned: dict[str, list[int]] = {}   # kind or file -> dyndbg numbers
@@ -36,7 +36,7 @@ class BreakpointRequests:
         self._catch: int | None = None           # the "raised" filter's catchpoint
 
     @property
-    def table(self):  # type: ignore[no-untyped-def]
+    def table(self):
         return self.requests.engine.breakpoints
 
     @property

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import linecache
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from dyndbg.dap.addresses import MAX_INSTRUCTIONS, address, disassemble, find_entry, parse_address
 from dyndbg.dap.bytecode_source import BytecodeListing, bytecode_listing, virtual_path
@@ -16,7 +16,7 @@ from dyndbg.engine.codeinfo import Instr
 from dyndbg.ui import render
 
 if TYPE_CHECKING:
-    from dyndbg.dap.requests import Requests
+    from dyndbg.dap.hub import Hub
 
 # sourceReferences: a generated code object's bytecode view is its serial + 1;
 # a file that exists only in linecache (FX graph code) gets one from here up.
@@ -25,7 +25,7 @@ FX_GRAPH_FILE = "<eval_with_key>"   # torch.fx's name for a graph module's gener
 
 
 class CodeRequests:
-    def __init__(self, requests: "Requests") -> None:
+    def __init__(self, requests: "Hub") -> None:
         self.requests = requests
         self.bytecode_view = False           # frames point at the bytecode view
         self._listings: dict[int, BytecodeListing] = {}   # serial -> listing
@@ -119,8 +119,7 @@ class CodeRequests:
         instruction_offset = arguments.get("instructionOffset") or 0
         if not isinstance(reference, str):
             raise RequestError("'memoryReference' must be a string (an instruction's address)")
-        if not all(isinstance(v, int) and not isinstance(v, bool)
-                   for v in (count, offset, instruction_offset)):
+        if not (_is_int(count) and _is_int(offset) and _is_int(instruction_offset)):
             raise RequestError("'instructionCount', 'offset' and 'instructionOffset' must be "
                                "integers")
         if count > MAX_INSTRUCTIONS:
@@ -155,3 +154,8 @@ class CodeRequests:
             self.requests.event("dyndbg/recompile", body)
         if entry.is_resume:
             self.requests.event("dyndbg/graphBreak", body)
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    """A JSON integer (not a bool, which Python counts as one)."""
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -67,6 +67,6 @@ def _item(base: object, key: object) -> object:
     if type(base) is dict:
         return base[key]   # a plain dict: no __missing__, no user __getitem__
     if type(base) in (list, tuple) and type(key) is int:
-        return base[key]   # type: ignore[index]
+        return base[key]   # type: ignore[index]  # checked: a list or tuple
     raise NotHoverable(f"hover reads items of plain dicts, lists and tuples only, not "
                        f"{type(base).__name__}")

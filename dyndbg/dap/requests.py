@@ -23,7 +23,7 @@ from dyndbg.ui.session import Session
 from dyndbg.ui.values import exception_text
 
 if TYPE_CHECKING:
-    from dyndbg.dap.server import DapFrontend
+    from dyndbg.dap.hub import Frontend
     from dyndbg.engine.debugger import Engine
 
 
@@ -62,7 +62,7 @@ class ThreadIds:
 
 
 class Requests:
-    def __init__(self, frontend: "DapFrontend", engine: "Engine") -> None:
+    def __init__(self, frontend: "Frontend", engine: "Engine") -> None:
         self.frontend = frontend
         self.engine = engine
         self.session = inspection_session(engine)

@@ -14,7 +14,7 @@ from dyndbg.ui.session import RUNNING_COMMANDS
 from dyndbg.ui.values import exception_text
 
 if TYPE_CHECKING:
-    from dyndbg.dap.requests import Requests
+    from dyndbg.dap.hub import Hub
 
 # Debug-console commands that would change what the client believes about
 # the program (where it is, its breakpoints): the client's own buttons do these.
@@ -25,14 +25,14 @@ RECORDED_FRAME = -1   # a frame id's index for the recorded point in view (`back
 
 
 class StopRequests:
-    def __init__(self, requests: "Requests") -> None:
+    def __init__(self, requests: "Hub") -> None:
         self.requests = requests
         self.refs = References()
         self._frame_ids: dict[int, int] = {}   # DAP frame id -> index in session.frames
         self._next_frame_id = 1
 
     @property
-    def session(self):  # type: ignore[no-untyped-def]
+    def session(self):
         return self.requests.session
 
     def forget_stop(self) -> None:
@@ -139,7 +139,7 @@ class StopRequests:
         self.requests.checked_stop()
         ref = arguments.get("variablesReference")
         start, count = arguments.get("start") or 0, arguments.get("count") or 0
-        if not all(isinstance(v, int) for v in (ref, start, count)):
+        if not (isinstance(ref, int) and isinstance(start, int) and isinstance(count, int)):
             raise RequestError("variablesReference, start and count must be integers")
         try:
             return {"variables": self.refs.variables(ref, start, count)}

@@ -11,10 +11,11 @@ failing or slow one shows as a text, never escapes.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import sys
 from enum import Enum
-from typing import Callable, Iterator, NamedTuple
+from typing import Callable, Iterable, Iterator, NamedTuple, TypeVar, cast
 
 from dyndbg.cpython import NULL
 from dyndbg.engine.recorded_values import Summary
@@ -46,7 +47,10 @@ class _Expansion(NamedTuple):
     size: int               # children (for indexedVariables / namedVariables)
 
 
-def _guarded(read: Callable[[], object], what: str) -> object:
+T = TypeVar("T")
+
+
+def _guarded(read: Callable[[], T], what: str) -> T | Summary:
     """read(), or a Summary saying why it failed (a user __getattr__ raising or hanging)."""
     try:
         with time_limit(REPR_SECONDS):
@@ -108,7 +112,8 @@ def _expansion_of(value: object) -> _Expansion | None:
     if _is_size(value):
         return None
     if isinstance(value, tuple) and hasattr(type(value), "_fields"):
-        size = _guarded(lambda: len(type(value)._fields), "len")
+        fields: tuple[str, ...] = type(value)._fields  # type: ignore[attr-defined]  # a namedtuple's class
+        size = _guarded(lambda: len(fields), "len")
         return _Expansion(Kind.NAMED, size) if isinstance(size, int) and size else None
     if isinstance(value, (list, tuple, set, frozenset, dict)):
         size = _guarded(lambda: len(value), "len")
@@ -178,12 +183,12 @@ def _children(target: _Target) -> Iterator[tuple[str, object]]:
     if target.kind is Kind.TENSOR:
         return _tensor_children(value)
     if target.kind is Kind.INDEXED:
-        return ((str(i), item) for i, item in enumerate(value))  # type: ignore[call-overload]
+        return ((str(i), item) for i, item in enumerate(cast(Iterable[object], value)))
     if isinstance(value, dict):
         return ((cut(safe_repr(k)), v) for k, v in list(value.items()))
     if isinstance(value, tuple):    # a namedtuple
-        return ((str(f), _guarded(lambda f=f: getattr(value, f), str(f)))
-                for f in type(value)._fields)  # type: ignore[attr-defined]
+        fields: tuple[str, ...] = type(value)._fields  # type: ignore[attr-defined]  # a namedtuple's class
+        return ((str(f), _guarded(functools.partial(getattr, value, f), str(f))) for f in fields)
     return _named_items(value)
 
 
@@ -194,13 +199,13 @@ def _tensor_children(t: object) -> Iterator[tuple[str, object]]:
     """A tensor's properties; its values (nested lists) when it is small and
     a plain tensor (a subclass's values may run its own code)."""
     for name in _TENSOR_PROPERTIES:
-        yield name, _guarded(lambda name=name: getattr(t, name), name)
-    yield "stride", _guarded(lambda: t.stride(), "stride")  # type: ignore[attr-defined]
+        yield name, _guarded(functools.partial(getattr, t, name), name)
+    yield "stride", _guarded(lambda: t.stride(), "stride")  # type: ignore[attr-defined]  # a tensor, typed object
     if _guarded(lambda: _small_plain(t), "numel") is True:
-        yield "values", _guarded(lambda: t.detach().tolist(), "values")  # type: ignore[attr-defined]
+        yield "values", _guarded(lambda: t.detach().tolist(), "values")  # type: ignore[attr-defined]  # a tensor, typed object
 
 
-def _small_plain(t) -> bool:  # type: ignore[no-untyped-def]
+def _small_plain(t) -> bool:
     torch = sys.modules["torch"]
     return (type(t) in (torch.Tensor, torch.nn.Parameter) and t.device.type != "meta"
             and t.numel() <= TENSOR_VALUES)

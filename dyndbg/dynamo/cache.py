@@ -94,13 +94,13 @@ def recompile_limit() -> int | None:
 
 def add_switch_guard(guard_manager: object, check: Callable[[dict], bool], text: str) -> None:
     """Add a guard to the live root; `check(frame_locals)` must never raise."""
-    guard_manager.root.add_lambda_guard(check, [text], None)  # type: ignore[attr-defined]
+    guard_manager.root.add_lambda_guard(check, [text], None)  # type: ignore[attr-defined]  # torch's GuardManagerWrapper
 
 
 def copy_guards(guard_manager: object, keep: Callable[[object], bool]) -> object:
     """A new GuardManagerWrapper with the managers `keep` accepts (whole subtrees)."""
     from torch._dynamo.guards import GuardManagerWrapper
-    root = guard_manager.root.clone_manager(keep)  # type: ignore[attr-defined]
+    root = guard_manager.root.clone_manager(keep)  # type: ignore[attr-defined]  # torch's GuardManagerWrapper
     if root is None:
         raise CacheError("that would leave no guard tree at all")
     return GuardManagerWrapper(root)
@@ -114,7 +114,7 @@ def no_guards() -> object:
 
 def check(guard_manager: object, frame_locals: dict) -> tuple[bool, str]:
     """(passed, torch's reason when not); leaves fail counts untouched."""
-    result = versions.guard_check(guard_manager.check_verbose,  # type: ignore[attr-defined]
+    result = versions.guard_check(guard_manager.check_verbose,  # type: ignore[attr-defined]  # torch's GuardManagerWrapper
                                   frame_locals)
     parts = [str(p) for p in getattr(result, "verbose_code_parts", [])]
     return bool(result.result), "; ".join(parts)

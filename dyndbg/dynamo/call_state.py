@@ -47,7 +47,8 @@ def current() -> dict | None:
     """The calling thread's state now, as torch records it for GLOBAL_STATE."""
     try:
         from torch._C._dynamo.guards import GlobalStateGuard
-        state = json.loads(GlobalStateGuard().__getstate__())
+        text = GlobalStateGuard().__getstate__()
+        state = json.loads(text) if isinstance(text, str) else None
     except Exception:  # noqa: BLE001 - a torch without the record
         return None
     return state if isinstance(state, dict) else None

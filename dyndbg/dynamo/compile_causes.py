@@ -94,7 +94,9 @@ class CauseRecorder:
         except BaseException:  # noqa: BLE001 - inside torch's guard check
             pass
 
-    def _bytecode_hook(self, original: types.CodeType, _new: types.CodeType) -> None:
+    def _bytecode_hook(self, code: types.CodeType, new_code: types.CodeType) -> None:
+        """torch's BytecodeHook: `code` is the user's, about to get `new_code`."""
+        original = code
         try:
             compiling = current_compile_id()
             refusals = self._refusals if compiling == self._compiling else []

@@ -43,7 +43,8 @@ class CacheEdits:
         self._retired: list[tuple[types.CodeType, CompileCause]] = []
         self._causes = CauseRecorder()          # why entries compiled while calls fell through
         self.keep = False                       # edits outlive the debugger session
-        self.on_code = None
+        self.on_code: Callable[[types.CodeType, types.CodeType, str, frozenset[int]],
+                               None] | None = None
 
     # -- making edits ----------------------------------------------------------
     def evict(self, compile_id: str) -> Edit:
@@ -172,7 +173,7 @@ class CacheEdits:
         return (f"recompiles {original.co_name} ({total} entries, evicted ones count toward "
                 f"recompile_limit {limit})")
 
-    def eviction(self, original: types.CodeType, compile_id: str) -> str | None:
+    def eviction(self, original: types.CodeType, compile_id: str | None) -> str | None:
         """Why dyndbg keeps this entry from running, if it does."""
         for edit in self.edits:
             if edit.original is original and edit.kind is EditKind.EVICT \
@@ -283,8 +284,8 @@ class CacheEdits:
         base = codes[-1].code if codes else entry.code
         ops += more
         if not ops:
-            return patching.Patched(base, frozenset())  # type: ignore[arg-type]
-        return patching.apply(base, ops)  # type: ignore[arg-type]
+            return patching.Patched(base, frozenset())  # type: ignore[arg-type]  # CODE edits hold code, PATCH edits ops
+        return patching.apply(base, ops)  # type: ignore[arg-type]  # CODE edits hold code, PATCH edits ops
 
     def _active(self, original: types.CodeType, compile_id: str, kind: EditKind) -> list[Edit]:
         return [e for e in self.edits if e.original is original and e.kind is kind
@@ -302,7 +303,7 @@ class CacheEdits:
             self.edits.remove(edit)
         for edit in patches:
             try:
-                self._edited_code(entry, (edit.patch,))  # type: ignore[arg-type]
+                self._edited_code(entry, (edit.patch,))  # type: ignore[arg-type]  # a PATCH edit holds its op
                 self.edits.append(edit)
             except CacheError:
                 dropped.append(edit)
@@ -353,7 +354,7 @@ class CacheEdits:
 
 def _numbers(lines: list[guard_walk.GuardLine], drops: list[Edit]) -> list[int]:
     wanted = {e.dropped for e in drops}
-    return [ln.number for ln in lines if (ln.source, ln.text) in wanted]  # type: ignore[misc]
+    return [ln.number for ln in lines if (ln.source, ln.text) in wanted]  # type: ignore[misc]  # `guards` lines are numbered
 
 
 def _globals_of(original: types.CodeType) -> dict:

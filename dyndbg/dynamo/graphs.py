@@ -205,9 +205,9 @@ def _neighbours(obj: object) -> list[object]:
     # attributes could run code.
     if not type(obj).__module__.startswith("torch"):
         return out
-    namespace = getattr(obj, "__dict__", None)
-    if isinstance(namespace, dict):
-        out.extend(namespace[k] for k in _EDGES if k in namespace)
+    attributes = getattr(obj, "__dict__", None)
+    if isinstance(attributes, dict):
+        out.extend(attributes[k] for k in _EDGES if k in attributes)
     return out
 
 
@@ -227,7 +227,7 @@ def _backend_guess(value: object, gm: object | None, markers: set[str]) -> str |
 # -- description -------------------------------------------------------------------
 
 def _describe(name: str, number: int, gm: object, backend: str | None) -> GraphInfo:
-    graph = gm.graph  # type: ignore[attr-defined]
+    graph = gm.graph  # type: ignore[attr-defined]  # an fx.GraphModule
     placeholders = [_placeholder(n) for n in graph.nodes if n.op == "placeholder"]
     outputs: list[str] = []
     for node in graph.nodes:
@@ -236,7 +236,7 @@ def _describe(name: str, number: int, gm: object, backend: str | None) -> GraphI
             items = result if isinstance(result, (tuple, list)) else [result]
             outputs = [_describe_output(item) for item in items]
     try:
-        code = gm.print_readable(print_output=False)  # type: ignore[attr-defined]
+        code = gm.print_readable(print_output=False)  # type: ignore[attr-defined]  # an fx.GraphModule
     except Exception:  # noqa: BLE001 - older signatures; the bare code is still useful
         code = str(getattr(gm, "code", ""))
     return GraphInfo(name, number, placeholders, outputs, code.rstrip() + "\n", backend,
@@ -251,7 +251,7 @@ def _example(node: object) -> object:
 
 def _placeholder(node: object) -> Placeholder:
     target = getattr(node, "target", None)
-    name = target if isinstance(target, str) else node.name  # type: ignore[attr-defined]
+    name = target if isinstance(target, str) else node.name  # type: ignore[attr-defined]  # an fx.Node
     dtype, shape, kind = _tensor_meta(_example(node))
     return Placeholder(name, dtype, shape, kind)
 
@@ -284,7 +284,7 @@ def _source_lines(graph: object) -> list[tuple[str, int]]:
     """
     torch_dir = _torch_dir()
     lines: list[tuple[str, int]] = []
-    for node in graph.nodes:  # type: ignore[attr-defined]
+    for node in graph.nodes:  # type: ignore[attr-defined]  # an fx.Graph
         if node.op in ("placeholder", "output"):
             continue
         trace = node.meta.get("stack_trace") or ""

@@ -39,7 +39,8 @@ def without_guards(guard_manager: object, numbers: list[int], notes: list[str]) 
         holders = [number]
         if line.relational:
             relations.append(line.guard)
-            holders = [ln.number for ln in lines if ln.guard is line.guard]
+            holders = [ln.number for ln in lines
+                       if ln.guard is line.guard and ln.number is not None]
         for k in holders:
             first = k if lines[k].guard is None else _manager_line(lines, k)
             if first not in firsts:
@@ -77,7 +78,7 @@ def _kept(lines: list[GuardLine], firsts: list[int], numbers: list[int], relatio
     return kept
 
 
-def _re_added(guard_manager: object, line: GuardLine):  # type: ignore[no-untyped-def]
+def _re_added(guard_manager: object, line: GuardLine):
     """The check of a lambda guard standing for `line` on the copy's root."""
     leaf, source, code = line.guard, line.source, line.code
     relational = line.relational
@@ -88,7 +89,7 @@ def _re_added(guard_manager: object, line: GuardLine):  # type: ignore[no-untype
             if relational:
                 return scope.truth(code) is True
             got, value = scope.value(source)
-            return bool(got and leaf(value))  # type: ignore[operator]
+            return bool(got and leaf(value))  # type: ignore[operator]  # a callable leaf guard
         except BaseException:  # noqa: BLE001 - called from torch's C++
             return False
     return check

@@ -41,8 +41,8 @@ def _children(manager: object) -> list[tuple[str, object]]:
                 out.append((f"key at index {index}", key_mgr))
             if value_mgr is not None:
                 out.append((f"value at index {index}", value_mgr))
-    accessors = manager.get_accessors()  # type: ignore[attr-defined]
-    children = manager.get_child_managers()  # type: ignore[attr-defined]
+    accessors = manager.get_accessors()  # type: ignore[attr-defined]  # torch's C++ guard manager
+    children = manager.get_child_managers()  # type: ignore[attr-defined]  # torch's C++ guard manager
     for accessor, child in zip(accessors, children):
         out.append((call_or(accessor, "repr", ""), child))
     return out
@@ -124,7 +124,7 @@ class GuardScope:
 def guard_lines(guard_manager: object) -> list[GuardLine]:
     """The numbered lines of a guard tree as `guards` lists them, not evaluated."""
     builder = TreeBuilder(GuardScope(guard_manager, {}), None)
-    walk(builder, guard_manager.root, (False, None))  # type: ignore[attr-defined]
+    walk(builder, guard_manager.root, (False, None))  # type: ignore[attr-defined]  # torch's GuardManagerWrapper
     return builder.lines
 
 
@@ -162,7 +162,7 @@ class TreeBuilder:
             self._add(GuardLine(f"source={source}, type={kind}", None, depth,
                                 comment=accessor, source=source))
         results = [self.leaf(leaf, source, got, depth + 1)
-                   for leaf in manager.get_leaf_guards()]  # type: ignore[attr-defined]
+                   for leaf in manager.get_leaf_guards()]  # type: ignore[attr-defined]  # torch's C++ guard manager
         results += [self.manager(child, acc, depth + 1) for acc, child in _children(manager)]
         combined = _combine(results)
         if depth > 0:
@@ -178,7 +178,7 @@ class TreeBuilder:
     def leaf(self, leaf: object, source: str, got: tuple[bool, object], depth: int) -> bool | None:
         """Add one leaf guard's line, evaluated on the value of `source` if callable."""
         kind = type(leaf).__name__
-        parts = [str(p) for p in leaf.verbose_code_parts()]  # type: ignore[attr-defined]
+        parts = [str(p) for p in leaf.verbose_code_parts()]  # type: ignore[attr-defined]  # torch's C++ leaf guard
         split = [split_part(p) for p in parts]
         code = " and ".join(c for c, _, _ in split)
         comment = split[0][1] if split else ""
@@ -199,7 +199,7 @@ class TreeBuilder:
                 self._relational_seen.append((leaf, code, passed))
         elif got[0]:
             try:
-                passed = bool(leaf(got[1]))  # type: ignore[operator]
+                passed = bool(leaf(got[1]))
             except Exception:  # noqa: BLE001
                 passed = None
         line = GuardLine(f"{kind}: {shown}", passed, depth, comment, source=source, guard=leaf,

@@ -95,7 +95,7 @@ def cache_entries(original_code: types.CodeType) -> list[EntryInfo]:
 
 
 def _entry_info(entry: object) -> EntryInfo:
-    code = entry.code  # type: ignore[attr-defined]
+    code = entry.code  # type: ignore[attr-defined]  # torch's CacheEntry
     names = _global_names(code)
     root = _root(entry)
     return EntryInfo(
@@ -150,7 +150,7 @@ def _count_leaves(root: object) -> int:
     # pybind returns the same Python object for a C++ guard only while one is alive:
     # keep them all alive so that id() identifies guards, not recycled addresses.
     leaves = [leaf for manager in managers(root)
-              for leaf in manager.get_leaf_guards()]  # type: ignore[attr-defined]
+              for leaf in manager.get_leaf_guards()]  # type: ignore[attr-defined]  # torch's C++ guard manager
     epilogue = getattr(root, "get_epilogue_lambda_guards", None)
     return len({id(leaf) for leaf in leaves}) + (len(epilogue()) if epilogue else 0)
 
@@ -251,12 +251,14 @@ def _guard_tree(original_code: types.CodeType, transformed_code: types.CodeType,
             outcome = None
         reason = outcome[1] if outcome and not outcome[0] else None
         try:
-            builder = TreeBuilder(GuardScope(entry.guard_manager, f_locals), reason,
+            manager = entry.guard_manager  # type: ignore[attr-defined]  # torch's CacheEntry
+            builder = TreeBuilder(GuardScope(manager, f_locals), reason,
                                   _judge(call))
             walk(builder, root, (True, f_locals))
         except Exception as error:  # noqa: BLE001 - fall back to torch's own printout
             return (f"guards not evaluable individually with torch {torch_version()} "
-                    f"({error}):\n{entry.guard_manager}\noverall: {reason or 'pass'}")
+                    f"({error}):\n{getattr(entry, 'guard_manager', '?')}\noverall: "
+                    f"{reason or 'pass'}")
     if outcome is not None and outcome[0]:
         # The whole tree passed, so every guard in it did, even those that cannot
         # be called on their own.
@@ -285,7 +287,7 @@ class _Call(NamedTuple):
 
 def _global_record(entry: object) -> dict | None:
     root = _root(entry)
-    for leaf in root.get_leaf_guards() if root is not None else []:  # type: ignore[attr-defined]
+    for leaf in root.get_leaf_guards() if root is not None else []:  # type: ignore[attr-defined]  # torch's C++ guard manager
         if type(leaf).__name__ == "GLOBAL_STATE":
             parts = [code_only(str(p)) for p in leaf.verbose_code_parts()]
             return call_state.recorded(parts[0]) if parts else None

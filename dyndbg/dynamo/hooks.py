@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import os
 import types
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from dyndbg.dynamo.registry import Registry
 from dyndbg.faults import maybe_fault
+
+if TYPE_CHECKING:
+    from torch.utils.hooks import RemovableHandle
 
 
 def current_compile_id() -> str | None:
@@ -45,7 +48,7 @@ def shield(*functions: Callable[..., object] | types.CodeType) -> None:
     skip_all = _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP)
     for function in functions:
         code = function if isinstance(function, types.CodeType) else \
-            getattr(function, "__code__", None) or function.__func__.__code__  # type: ignore[attr-defined]
+            getattr(function, "__code__", None) or function.__func__.__code__  # type: ignore[attr-defined]  # a bound method
         set_code_exec_strategy(code, skip_all)
 
 
@@ -66,8 +69,8 @@ class DynamoHooks:
         self.interrupt_pending = False
         self._quiet = False
         self._callback_active = False
-        self._handle = None
-        self._previous_callback = None
+        self._handle: RemovableHandle | None = None   # of the bytecode hook
+        self._previous_callback: Callable[[types.CodeType], None] | None = None
         self._callback: Callable[[types.CodeType], None] = self._code_callback   # what torch calls
 
     # -- installation -----------------------------------------------------
@@ -143,12 +146,13 @@ class DynamoHooks:
             pass
 
     # -- hooks (each must never raise into torch) ---------------------------
-    def _bytecode_hook(self, original: types.CodeType, new: types.CodeType) -> None:
+    def _bytecode_hook(self, code: types.CodeType, new_code: types.CodeType) -> None:
+        """torch's BytecodeHook: `code` is the user's, `new_code` dynamo's transform."""
         if self._quiet:
             return None
         try:
             maybe_fault("hook")
-            entry = self.registry.add_transformed(original, new, current_compile_id())
+            entry = self.registry.add_transformed(code, new_code, current_compile_id())
             if entry.has_marker:
                 # Unhooked, torch would start its own debugger at the marker.
                 self.set_callback_active(True)

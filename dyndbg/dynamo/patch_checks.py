@@ -7,7 +7,7 @@ import collections
 import difflib
 import dis
 import types
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 from dyndbg.cpython.opcodes import (JUMPS, OWNING_LOADS, handler_trusted_slots, pushes_null,
                                     trusted_slots)
@@ -164,7 +164,7 @@ class Diff(NamedTuple):
     after: types.CodeType
     old: list[dis.Instruction]
     new: list[dis.Instruction]
-    opcodes: list[tuple[str, int, int, int, int]]   # difflib's, over (opname, argrepr)
+    opcodes: Sequence[tuple[str, int, int, int, int]]   # difflib's, over (opname, argrepr)
 
     @classmethod
     def of(cls, before: types.CodeType, after: types.CodeType) -> Diff:

@@ -38,7 +38,7 @@ class PatchOp(NamedTuple):
     """`replace 12 LOAD_CONST 100`: ARG as dis shows it (number, constant, name)."""
 
     action: PatchAction
-    index: int
+    index: int  # type: ignore[assignment]  # `ll`'s index; shadows tuple.index, unused here
     opname: str | None = None
     arg: str | None = None
 
@@ -249,11 +249,12 @@ def _check_loads(instructions: list, stores_before: collections.Counter[str]) ->
 def _compare_arg(text: str) -> int:
     """COMPARE_OP's argument for `<`, `==`...: as this Python's compiler writes it (each
     version packs the operator with other bits; an operator out of range crashes)."""
-    valid = {}
+    valid: dict[str, int] = {}
     for symbol in dis.cmp_op:
         compiled = compile(f"a {symbol} b", "<compare>", "eval")
-        valid[symbol] = next(i.arg for i in dis.get_instructions(compiled)
-                             if i.opname == "COMPARE_OP")
+        for instr in dis.get_instructions(compiled):
+            if instr.opname == "COMPARE_OP" and instr.arg is not None:
+                valid[symbol] = instr.arg
     if text in valid:
         return valid[text]
     if text.isdigit() and int(text) in valid.values():

@@ -66,7 +66,7 @@ class Registry:
         self.has_markers = False    # some code holds torch's <BREAKPOINT> marker
         self.on_add: Callable[[GeneratedCode], None] | None = None  # told of each new entry
 
-    def add_transformed(self, original: types.CodeType, new: types.CodeType,
+    def add_transformed(self, original: types.CodeType | None, new: types.CodeType,
                         compile_id: str | None,
                         edited: frozenset[int] | None = None) -> GeneratedCode:
         if compile_id is not None:

@@ -64,12 +64,12 @@ def guard_check(check: Callable[[dict], T], frame_locals: dict) -> T:
     """`check(frame_locals)` (a guard manager's check or check_verbose), leaving the
     thread's `__torch_function__` state as it was even when the tree throws."""
     import torch
-    state = torch._C._get_torch_function_state()
+    state = torch._C._get_torch_function_state()  # type: ignore[attr-defined]  # not in its stubs
     try:
         return check(frame_locals)
     finally:
         # On a normal return torch has restored it already; setting it again is a no-op.
-        torch._C._set_torch_function_state(state)
+        torch._C._set_torch_function_state(state)  # type: ignore[attr-defined]  # not in its stubs
 
 
 def relation_names() -> dict[str, object]:

@@ -94,6 +94,7 @@ class Breakpoint:
         """Number the places this breakpoint has in `entry`, once each."""
         if isinstance(self.target, CatchTarget):
             return   # catchpoints have no places
+        places: list[tuple[int | None, str]]
         if isinstance(self.target, MarkerTarget):
             places = [(offset, f"{entry.label()} instr {info.index_of(offset)}")
                       for offset in sorted(offsets)]
@@ -145,7 +146,7 @@ class BreakpointTable:
         self._armed_cache: dict[int, dict[int, list[Breakpoint]]] = {}
         self.version = 0    # bumped by every change, for caches derived from the table
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self):
         return iter(sorted(self._by_number.values(), key=lambda b: b.number))
 
     def __len__(self) -> int:

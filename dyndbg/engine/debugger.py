@@ -1,7 +1,7 @@
 """The engine: stops in generated frames and hands them to the front end.
 
 A tracing mechanism (settrace.py, monitoring.py, chosen by
-tracer.make_tracer) delivers the events that the policy (policy.py) asks for;
+tracer_choice.make_tracer) delivers the events that the policy (policy.py) asks for;
 the engine decides at each whether to stop, and reads the frame's stack.
 torch's C callback tells the engine when generated code is about to run;
 while dynamo compiles, tracing is suspended.
@@ -29,7 +29,8 @@ from dyndbg.engine.policy import TracePolicy, keeps_entry_names
 from dyndbg.engine.postmortem import FailureLog, post_mortem_stop
 from dyndbg.engine.snapshots import Snapshots
 from dyndbg.engine.stop import Stop, StopReason, TraceEvent, TraceKind, frame_event
-from dyndbg.engine.tracer import Tracer, make_tracer
+from dyndbg.engine.tracer import Tracer
+from dyndbg.engine.tracer_choice import make_tracer
 from dyndbg.faults import FAULTS_ON, maybe_fault
 
 __all__ = ["ConditionInterrupted", "DyndbgQuit", "Engine", "Frontend"]
@@ -321,8 +322,9 @@ class Engine:
 
         # For an exception stop; `trace on` saw the instruction too, so its
         # stack is known there as well.
-        if (self._mode.stepping or self.policy.tracing) and stack() is not None:
-            self.snapshots.keep(frame, stack())
+        values = stack() if self._mode.stepping or self.policy.tracing else None
+        if values is not None:
+            self.snapshots.keep(frame, values)
         hit = self.breakpoints.hit(
             entry, info, frame, instr, stack,
             lambda expr: self.conditions.evaluate(frame, expr, stack), self.frontend.message)

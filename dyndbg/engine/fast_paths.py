@@ -14,18 +14,28 @@ instruction (stepping, `trace on`, fault injection).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+import types
+from typing import TYPE_CHECKING, Callable, Mapping, NamedTuple
 
 from dyndbg.engine.breakpoints import BreakpointTable, ConditionCheck
 from dyndbg.engine.codeinfo import CodeInfo
 from dyndbg.engine.conditions import Conditions
 from dyndbg.engine.history import History
 from dyndbg.engine.policy import TracePolicy
-from dyndbg.engine.tracer import FastRecord
 from dyndbg.faults import FAULTS_ON
 
 if TYPE_CHECKING:
     from dyndbg.dynamo import DynamoHooks, GeneratedCode
+
+
+class FastRecord(NamedTuple):
+    """FastPaths.record: recording one code's instructions in the
+    mechanism, without the engine (the compiled core)."""
+
+    record: Callable[[types.FrameType, object], int]   # History's compiled record(frame, spec)
+    spec: object                                        # its spec for the code
+    armed: Mapping[int, object]                         # offsets that go to on_instruction
+    after: Callable[[int], None]                        # History.after_record(result)
 
 
 class FastPaths:

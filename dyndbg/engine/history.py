@@ -196,7 +196,7 @@ class History:
         return [self._new_track, self._keeper.keep, self.after_record, *TOKEN_CHECKS]
 
     @property
-    def compiled_record(self):  # type: ignore[no-untyped-def]
+    def compiled_record(self):
         """The compiled core's record(frame, spec), or None on the Python core."""
         return None if self._recorder is None else self._recorder.record
 

@@ -22,7 +22,9 @@ class InterruptTarget(Protocol):
 
     detached: bool
     at_prompt: bool
-    in_condition: bool
+
+    @property
+    def in_condition(self) -> bool: ...
 
     def stop_soon(self, frame: types.FrameType | None, caller: str = "") -> None: ...
 

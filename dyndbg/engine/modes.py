@@ -75,10 +75,11 @@ class Mode:
         function (after a graph break): the step goes on in it, line by line,
         as F10 over `print()` reaches the next line. A line that counts
         becomes the one stepped off (for a count)."""
-        if not self.into and frame is not self.frame and \
-                getattr(frame, "f_back", None) is self.frame and \
+        caller = self.frame
+        if not self.into and frame is not caller and \
+                getattr(frame, "f_back", None) is caller and caller is not None and \
                 is_resume_name(frame.f_code.co_name):
-            self.callers.append(self.frame)
+            self.callers.append(caller)
             self.frame, self.last_index, self.looped = frame, -1, False
         if self.draining and frame is self.frame:
             return False

@@ -148,7 +148,8 @@ class MonitoringTracer:
             return
         self._fast.clear()   # the mode or the breakpoints changed: asked again
         if self._compiled is not None:
-            self._on_instruction_filter.forget()   # the entry it found last, too
+            # The compiled filter: the entry it found last, too.
+            self._on_instruction_filter.forget()  # type: ignore[union-attr]  # the compiled filter
         policy = (self.policy.stepping, self.policy.version)
         if policy == self._policy and not self._disabled:
             return
@@ -253,6 +254,7 @@ class MonitoringTracer:
         self.events["instruction"] += 1
         sink = self.sink
         stepping = self.policy.stepping
+        known: _Traced | None = None
         if not stepping:
             known = self._traced.get(id(code))
             if known is None or offset not in known.armed:
@@ -269,7 +271,7 @@ class MonitoringTracer:
                         self._fast[id(code)] = self._fast_entry(code)
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
-        if not stepping and offset in known.watched_calls:
+        if known is not None and offset in known.watched_calls:
             self._disabled = True
             return DISABLE  # one look per call site, as at a CALL event
         return None
@@ -378,7 +380,7 @@ class MonitoringTracer:
                 if running:
                     self._returned(code, frame.f_lasti)
                     sink.on_return(frame)
-                if failed_call:
+                if failed_call and caller is not None:
                     sink.on_call_failed(caller)
         except BaseException as error:  # noqa: BLE001
             self._fail(error)

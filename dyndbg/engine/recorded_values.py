@@ -212,14 +212,15 @@ class ValueKeeper:
         kind = type(value)
         if kind in AS_IS:
             return value, None
-        if kind is slice and {type(value.start), type(value.stop), type(value.step)} <= AS_IS:
+        if kind is slice and {type(value.start), type(value.stop),  # type: ignore[attr-defined]  # kind is slice
+                              type(value.step)} <= AS_IS:  # type: ignore[attr-defined]  # kind is slice
             return value, None           # immutable all the way down, as such a tuple
         if kind in PLAIN_TENSOR_TYPES:
-            return self._tensor(value, seq)  # type: ignore[arg-type]
+            return self._tensor(value, seq)  # type: ignore[arg-type]  # a plain tensor
         if kind in (tuple, list, set, frozenset, dict):
             return self._container(value, seq, depth)
         if kind is types.CellType:     # a closure's variable: its contents then
-            return Summary("cell", _cell_text(value)), VOLATILE
+            return Summary("cell", _cell_text(value)), VOLATILE  # type: ignore[arg-type]  # kind is CellType
         if isinstance(value, type):
             return value, None           # a class with a metaclass
         if isinstance(value, Tensor):
@@ -251,7 +252,7 @@ class ValueKeeper:
         self.bytes += kept.nbytes
         return copy, kept
 
-    def _container(self, value, seq: int, depth: int) -> tuple[object, object]:  # type: ignore[no-untyped-def]
+    def _container(self, value, seq: int, depth: int) -> tuple[object, object]:
         """A new container of kept items; a tuple of immutables as it is."""
         kind = type(value)
         if len(value) > CONTAINER_ITEMS or depth >= CONTAINER_DEPTH:

@@ -84,7 +84,8 @@ class SettraceTracer:
         self.hooks.shield(self._global_trace, self._local_trace, self._callee_trace,
                           self._new_thread_trace, self._fail, self._release,
                           # called from the compiled filters
-                          type(self.policy).version.fget, self.sink.on_idle)
+                          type(self.policy).version.fget,  # type: ignore[attr-defined]  # a property's getter
+                          self.sink.on_idle)
         if self._filters is not None and not FAULTS_ON:   # a fault is injected in Python
             self._filters.put_in_front_of_callback()
         if not self.hooks.has_callback:
@@ -99,7 +100,7 @@ class SettraceTracer:
         event that reaches dyndbg (`_global_trace`, `_dispatch`)."""
         if self._new_threads:
             self._new_threads = False
-            threading.settrace(None)  # type: ignore[arg-type]
+            threading.settrace(None)
         self._uninstall()
         self._starts.clear()
         for frame in list(self.active):
@@ -192,7 +193,7 @@ class SettraceTracer:
         if not self._thread.frames and self.hooks.has_callback:
             self._uninstall()
 
-    def _new_thread_trace(self, frame: types.FrameType, event: str, arg: object):  # type: ignore[no-untyped-def]
+    def _new_thread_trace(self, frame: types.FrameType, event: str, arg: object):
         """threading.settrace's function: the thread's first event installs the
         global trace in it, as _install does."""
         self._thread.installed = True
@@ -256,7 +257,7 @@ class SettraceTracer:
                 break
 
     # -- trace functions ------------------------------------------------------------
-    def _global_trace(self, frame: types.FrameType, event: str, arg: object):  # type: ignore[no-untyped-def]
+    def _global_trace(self, frame: types.FrameType, event: str, arg: object):
         if event != "call":
             return None
         code = frame.f_code
@@ -314,7 +315,7 @@ class SettraceTracer:
         frame's current trace function (another may have been set meanwhile)."""
         self._dispatch(frame, event, arg)
 
-    def _line_tracer(self, plan: ArmingPlan, entry: GeneratedCode):  # type: ignore[no-untyped-def]
+    def _line_tracer(self, plan: ArmingPlan, entry: GeneratedCode):
         """The local trace function of a frame with breakpoints, after continue.
 
         Line events switch opcode events on only while executing a line that
@@ -371,7 +372,7 @@ class SettraceTracer:
                     self.sink.on_instruction(frame)
                 elif event == "exception":
                     self.events["exception"] += 1
-                    self.sink.on_exception(frame, arg[1])  # type: ignore[index]
+                    self.sink.on_exception(frame, arg[1])  # type: ignore[index]  # an 'exception' event's tuple
                 elif event == "return":
                     self.events["return"] += 1
                     self._drop(frame)

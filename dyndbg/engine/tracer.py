@@ -3,37 +3,19 @@
 A mechanism (settrace.py, monitoring.py) delivers events of dynamo-generated
 frames to the engine (`EventSink`); the engine drives it through `Tracer`:
 what to trace is the policy's (`EventSink.policy`, policy.py), how is the
-mechanism's. `make_tracer` picks one for this Python.
+mechanism's. `tracer_choice.make_tracer` picks one for this Python.
 """
 from __future__ import annotations
 
 import collections
-import os
 import types
-from typing import TYPE_CHECKING, Callable, NamedTuple, Protocol
-
-from dyndbg.cpython.tracing import monitoring_available, monitoring_tool_holder
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
     from dyndbg.engine.conditions import Conditions
     from dyndbg.engine.fast_paths import FastPaths
     from dyndbg.engine.policy import TracePolicy
-
-# DYNDBG_TRACER=settrace forces the sys.settrace mechanism where sys.monitoring
-# exists (for comparison and tests); =monitoring asks for sys.monitoring.
-TRACER_VARIABLE = "DYNDBG_TRACER"
-
-
-class FastRecord(NamedTuple):
-    """FastPaths.record: recording one code's instructions in the
-    mechanism, without the engine (the compiled core)."""
-
-    record: Callable[[types.FrameType, object], int]   # History's compiled record(frame, spec)
-    spec: object                                        # its spec for the code
-    armed: dict[int, object]                            # offsets that go to on_instruction
-    after: Callable[[int], None]                        # History.after_record(result)
-
 
 class EventSink(Protocol):
     """The engine, as a tracing mechanism sees it. Events come from whichever
@@ -87,23 +69,3 @@ class Tracer(Protocol):
     def suspend(self) -> None:
         """Dynamo starts compiling: nothing of dyndbg runs under it."""
     def resume(self) -> None: ...
-
-
-def make_tracer(sink: EventSink, note: Callable[[str], None]) -> Tracer:
-    """sys.monitoring where this Python has it and its debugger slot is free,
-    else sys.settrace; `note` says why when the choice is not the default."""
-    from dyndbg.engine.settrace import SettraceTracer
-    wanted = os.environ.get(TRACER_VARIABLE, "")
-    if wanted not in ("", "settrace", "monitoring"):
-        note(f"dyndbg: {TRACER_VARIABLE}={wanted!r} is not 'settrace' or 'monitoring'; ignored")
-        wanted = ""
-    if wanted != "settrace" and monitoring_available():
-        holder = monitoring_tool_holder()
-        if holder is None:
-            from dyndbg.engine.monitoring import MonitoringTracer
-            return MonitoringTracer(sink)
-        note(f"dyndbg: sys.monitoring's debugger slot is held by {holder!r}; "
-             "tracing with sys.settrace instead (slower)")
-    elif wanted == "monitoring":
-        note("dyndbg: sys.monitoring needs Python 3.12 or newer; tracing with sys.settrace")
-    return SettraceTracer(sink)

@@ -34,7 +34,7 @@ class BreakpointCommands:
         info, entry = stop.info, stop.entry
         selected = host.frame
         if selected is not stop.frame and host.engine.registry.is_generated(selected.f_code):
-            entry = host.engine.entry_for(selected.f_code)  # type: ignore[assignment]
+            entry = host.engine.entry_for(selected.f_code)  # type: ignore[assignment]  # is_generated: it has one
             info = host.engine.info_for(entry)
         if location.place is Place.OFFSET:
             offset = location.number
@@ -210,7 +210,7 @@ class BreakpointCommands:
     def _set_enabled(self, arg: str, enabled: bool) -> None:
         if not arg.strip():
             raise CommandError("usage: enable|disable N[.M] [N[.M] ...]")
-        changes = []
+        changes: list[tuple[Breakpoint | Location, str]] = []
         for ref in parse_breakpoint_refs(arg):     # all checked before any changes
             bp = self._breakpoint(ref.number)
             if ref.location is None:

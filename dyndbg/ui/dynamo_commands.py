@@ -32,7 +32,7 @@ class DynamoCommands:
         frames = list(reversed(host.frames))
         if not spec:
             call = self.graph_call
-            if call is not None and call.frame is host.stop.frame:  # type: ignore[union-attr]
+            if call is not None and call.frame is host.stop.frame:  # type: ignore[union-attr]  # at a stop
                 return call.name, call.frame.f_globals.get(call.name)
             names = [n for n in host.frame.f_code.co_names if GRAPH_NAME.fullmatch(n)]
             if not names:
@@ -96,13 +96,14 @@ class DynamoCommands:
                     self.host.write(f"graph {number}: the inputs of its next call will be kept "
                                     f"(then: graph run {number})")
                 else:
-                    inputs = f"{len(at_hand)} input{'s' if len(at_hand) != 1 else ''}"
-                    self.host.write(f"graph {number}: kept the {inputs} of the call at hand "
+                    kept = f"{len(at_hand)} input{'s' if len(at_hand) != 1 else ''}"
+                    self.host.write(f"graph {number}: kept the {kept} of the call at hand "
                                     f"(then: graph run {number}); its next call's will "
                                     "replace them")
                 return
-            inputs = self.host.evaluate(f"({words[1]},)") if len(words) > 1 else ()
-            ran = api.graph_run(number, *inputs)  # type: ignore[misc]
+            given = self.host.evaluate(f"({words[1]},)") if len(words) > 1 else ()
+            inputs = given if isinstance(given, tuple) else (given,)
+            ran = api.graph_run(number, *inputs)
         except api.CacheError as error:
             raise CommandError(str(error)) from None
         self.host.write(f"compiled graph {number}: {cut(summarize(ran.compiled), 150)}")

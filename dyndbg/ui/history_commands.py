@@ -6,30 +6,18 @@ from __future__ import annotations
 
 import ast
 import json
-from typing import Mapping, NamedTuple
+from typing import Mapping
 
 from dyndbg.engine.history import Record
 from dyndbg.engine.recorded_values import Summary
 from dyndbg.engine.stop import StopReason
 from dyndbg.ui import render
-from dyndbg.ui.host import Host
+from dyndbg.ui.host import Host, PastView
 from dyndbg.ui.parsing import CommandError, format_bytes, parse_count, parse_int
 from dyndbg.ui.values import summarize, type_name
 
 HISTORY_LINES = 20        # `history` with no count
 SAVED_WIDTH = 200         # characters of a value in `history save`
-
-
-class PastView(NamedTuple):
-    """The view at a recorded instruction, `before_now` instructions before
-    the live stop."""
-
-    record: Record
-    before_now: int
-
-    def note(self) -> str:
-        return f"recorded, {self.before_now} instruction{'s' if self.before_now != 1 else ''} " \
-            "before now"
 
 
 def present_position(records: int, newest_is_now: bool) -> int:

@@ -5,13 +5,25 @@ from __future__ import annotations
 
 import collections
 import types
-from typing import TYPE_CHECKING, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, NamedTuple, Protocol, Sequence
 
 if TYPE_CHECKING:
     from dyndbg.engine.debugger import Engine
+    from dyndbg.engine.history import Record
     from dyndbg.engine.stop import Stop
-    from dyndbg.ui.history_commands import PastView
     from dyndbg.ui.style import Highlighter
+
+
+class PastView(NamedTuple):
+    """The view at a recorded instruction, `before_now` instructions before
+    the live stop."""
+
+    record: Record
+    before_now: int
+
+    def note(self) -> str:
+        return f"recorded, {self.before_now} instruction{'s' if self.before_now != 1 else ''} " \
+            "before now"
 
 
 class Reader(Protocol):

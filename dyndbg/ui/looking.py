@@ -217,8 +217,8 @@ class LookingCommands:
     def _listing_target(self) -> tuple[GeneratedCode, CodeInfo, int | None]:
         past = self.host.past
         if past is not None:
-            entry = past.record.entry
-            return entry, self.host.engine.info_for(entry), past.record.instr.index
+            recorded = past.record.entry
+            return recorded, self.host.engine.info_for(recorded), past.record.instr.index
         frame = self.host.frame
         entry = self.host.engine.entry_for(frame.f_code)
         if entry is None:

@@ -77,7 +77,7 @@ class RunningCommands:
         frame returns."""
         frame = self._selected_frame("until")
         engine = self.host.engine
-        info = engine.info_for(engine.entry_for(frame.f_code))  # type: ignore[arg-type]
+        info = engine.info_for(engine.entry_for(frame.f_code))  # type: ignore[arg-type]  # the frame is generated code
         current = info.containing(frame.f_lasti)
         index = (current.index if current is not None else 0) + 1
         if arg:

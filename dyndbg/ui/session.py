@@ -15,8 +15,8 @@ from dyndbg.ui import render
 from dyndbg.ui.breakpoint_commands import BreakpointCommands
 from dyndbg.ui.cache_commands import CacheCommands
 from dyndbg.ui.dynamo_commands import DynamoCommands
-from dyndbg.ui.history_commands import HistoryCommands, PastView, summarized_names
-from dyndbg.ui.host import Family, Reader
+from dyndbg.ui.history_commands import HistoryCommands, summarized_names
+from dyndbg.ui.host import Family, PastView, Reader
 from dyndbg.ui.looking import LookingCommands
 from dyndbg.ui.parsing import CommandError, expand_aliases, leading_word, split_commands
 from dyndbg.ui.reader import ScriptedReader, TerminalReader, is_terminal, printable

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from dyndbg.ui.breakpoint_commands import BreakpointCommands
     from dyndbg.ui.cache_commands import CacheCommands
     from dyndbg.ui.dynamo_commands import DynamoCommands
-    from dyndbg.ui.history_commands import PastView
+    from dyndbg.ui.host import PastView
     from dyndbg.ui.looking import LookingCommands
     from dyndbg.ui.style import Highlighter
 
@@ -46,7 +46,7 @@ class StopPrinter:
         session = self.session
         for bp in stop.breakpoints:
             if bp.kind == "catch":
-                event = bp.target.event  # type: ignore[attr-defined]
+                event = bp.target.event  # type: ignore[attr-defined]  # a CatchTarget
                 session.write(f"Catchpoint {bp.number} ({event}), hit {bp.hits}")
             else:
                 session.write(f"Breakpoint {bp.number} at {bp.target.describe()}, hit {bp.hits}")

@@ -37,7 +37,7 @@ class PromptReader:
     interactive = True
 
     def __init__(self, write: Callable[[str], None], completer: "Completer",
-                 toolbar: Callable[[], str], input=None, output=None) -> None:  # type: ignore[no-untyped-def]
+                 toolbar: Callable[[], str], input=None, output=None) -> None:
         """toolbar: the bottom line's text, asked for at each redraw."""
         from prompt_toolkit import PromptSession
         from prompt_toolkit.lexers import PygmentsLexer

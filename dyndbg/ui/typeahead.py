@@ -67,7 +67,7 @@ class LineInput(Vt100Input):
 
     def __init__(self, stdin: TextIO) -> None:
         super().__init__(stdin)
-        self.stdin_reader = LineReader(self.fileno(), stdin.encoding or "utf-8")  # type: ignore[assignment]
+        self.stdin_reader = LineReader(self.fileno(), stdin.encoding or "utf-8")  # type: ignore[assignment]  # a LineReader for its PosixStdinReader
         self.typed_ahead = False   # keys were waiting when this prompt started
 
     @contextlib.contextmanager
@@ -102,6 +102,7 @@ def line_terminal_io() -> tuple[LineInput, LineOutput] | tuple[None, None]:
         output = LineOutput.from_pty(sys.stdout, term=get_term_environment_variable(),
                                      default_color_depth=ColorDepth.from_env(),
                                      enable_bell=get_bell_environment_variable())
+        assert isinstance(output, LineOutput)   # from_pty makes its own class
     except Exception:  # noqa: BLE001 - an odd terminal: prompt-toolkit's own, as before
         return None, None
     output.line_input = line_input

@@ -60,7 +60,7 @@ def cut(text: str, width: int | None = None) -> str:
     return f"{text[:width - 1]}… ({len(text)} chars)"
 
 
-def _tensor_type():  # type: ignore[no-untyped-def]
+def _tensor_type():
     torch = sys.modules.get("torch")
     return None if torch is None else torch.Tensor
 
@@ -76,7 +76,7 @@ def type_name(value: object) -> str:
     return type(value).__name__
 
 
-def tensor_summary(t) -> str:  # type: ignore[no-untyped-def]
+def tensor_summary(t) -> str:
     """`Tensor f32[3, 4] cpu grad [0, 1, 2, 3, …]` without formatting the whole tensor."""
     try:
         dtype = _DTYPE_SHORT.get(str(t.dtype).replace("torch.", ""), str(t.dtype))
@@ -144,7 +144,7 @@ def _container_text(value: object, depth: int, path: set[int]) -> str | None:
     path.add(id(value))
     if kind is dict:
         parts = []
-        for key, item in value.items():  # type: ignore[attr-defined]
+        for key, item in value.items():  # type: ignore[attr-defined]  # kind is dict
             key_text, item_text = _container_text(key, depth + 1, path), \
                 _container_text(item, depth + 1, path)
             if key_text is None or item_text is None:
@@ -152,18 +152,18 @@ def _container_text(value: object, depth: int, path: set[int]) -> str | None:
             parts.append(f"{key_text}: {item_text}")
         text = "{" + ", ".join(parts) + "}"
     else:
-        items = [_container_text(item, depth + 1, path) for item in value]  # type: ignore[attr-defined]
+        items = [_container_text(item, depth + 1, path) for item in value]  # type: ignore[attr-defined]  # a list, tuple or set
         if None in items:
             return None
         if kind is list:
-            text = "[" + ", ".join(items) + "]"   # type: ignore[arg-type]
+            text = "[" + ", ".join(items) + "]"   # type: ignore[arg-type]  # no None left (checked above)
         else:
-            text = "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"  # type: ignore[arg-type]
+            text = "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"  # type: ignore[arg-type]  # no None left (checked above)
     path.discard(id(value))
     return text
 
 
-def _tensor_text(t) -> str:  # type: ignore[no-untyped-def]
+def _tensor_text(t) -> str:
     torch = sys.modules["torch"]
     if t.layout is not torch.strided or t.device.type != "cpu" or t.numel() > _SMALL_TENSOR \
             or t.is_quantized or any(name is not None for name in getattr(t, "names", ())):

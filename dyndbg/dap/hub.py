@@ -1,0 +1,61 @@
+"""What a request family (stop_requests.py, code_requests.py,
+breakpoint_requests.py) may ask of the hub that holds them, requests.py's
+Requests, the one implementation: the families talk to this and never import
+requests.py, as ui/'s command families talk to ui/host.py; and what the hub
+asks of the front end in the program (server.py), which it never imports."""
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Callable, Protocol
+
+if TYPE_CHECKING:
+    from dyndbg.dap.protocol import Channel
+    from dyndbg.dap.bytecode_source import BytecodeListing
+    from dyndbg.dynamo.registry import GeneratedCode
+    from dyndbg.engine.codeinfo import Instr
+    from dyndbg.engine.debugger import Engine
+    from dyndbg.engine.stop import Stop
+    from dyndbg.ui.session import Session
+
+
+class Output(Protocol):
+    """The front end in the program, as far as a family writes to the client."""
+
+    def output(self, text: str, category: str = "console") -> None: ...
+
+
+class Frontend(Output, Protocol):
+    """The front end in the program (server.DapFrontend), as the hub drives it."""
+
+    channel: Channel | None        # the client's connection, while there is one
+    configured: threading.Event    # the client is done configuring (or gone)
+
+
+class Code(Protocol):
+    """The code family (code_requests.CodeRequests), as the others use it."""
+
+    bytecode_view: bool     # frames point at the bytecode view
+
+    def entry_of(self, serial: int) -> GeneratedCode | None: ...
+    def listing(self, entry: GeneratedCode) -> BytecodeListing: ...
+    def file_source(self, filename: str) -> dict: ...
+    def frame_dict(self, frame_id: int, name: str, entry: GeneratedCode, instr: Instr,
+                   filename: str) -> dict: ...
+
+
+class Hub(Protocol):
+    engine: Engine
+    session: Session        # the prompt's own session, for inspection
+    stop: Stop | None
+    stop_thread: int        # the DAP id of the stopped thread
+    # Run after the response to a request is sent (the spec's order).
+    after_response: dict[str, Callable[[], None]]
+
+    @property
+    def frontend(self) -> Output: ...
+    @property
+    def code(self) -> Code: ...
+
+    def checked_stop(self) -> Stop: ...
+    def capture(self, command: str, typed: bool = False) -> str: ...
+    def event(self, name: str, body: dict | None = None) -> None: ...
