@@ -767,6 +767,7 @@ def test_graph_command_backends(backend_runs, backends_plain: Run, backend: str)
     program_unchanged(run, backends_plain)
 
 
+@pytest.mark.slow   # inductor compiles
 def test_graph_command_inductor_and_output_code(backend_runs, backends_plain: Run) -> None:
     run = backend_runs("inductor")
     _check_graph_command(run, "inductor")

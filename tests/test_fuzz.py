@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import string
 
+import pytest
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import SAMPLES, plain, run_dyndbg
+
+pytestmark = pytest.mark.slow   # many generated command lines, each a run
 
 COMMANDS = ["s", "step", "n", "next", "r", "return", "unt", "until", "c", "b", "break",
             "tbreak", "catch", "cl", "clear", "disable", "enable", "condition", "ignore",

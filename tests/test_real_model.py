@@ -7,8 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT, run_plain
 from stepcheck import step_every_instruction
+
+pytestmark = pytest.mark.slow   # transformers imported, every instruction stepped
 
 GPT2 = ROOT / "tests" / "programs" / "tiny_gpt2.py"
 

@@ -11,6 +11,7 @@ import pytest
 from conftest import ROOT, run_plain
 from stepcheck import step_every_instruction
 
+pytestmark = pytest.mark.slow   # every corpus program stepped through, recorded, walked back
 CORPUS = sorted((ROOT / "tests" / "corpus").glob("*.py"))
 
 

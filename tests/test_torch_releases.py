@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT, run_dyndbg, run_plain
 from transcript import no_traceback, segments
 
@@ -17,6 +19,7 @@ def _output(run, command: str) -> list[str]:  # type: ignore[no-untyped-def]
     return found[0]
 
 
+@pytest.mark.slow   # inductor compiles
 def test_graph_output_code_of_an_inductor_training_call(tmp_path: Path) -> None:
     # SLOW: the one inductor test of this file (~30 s here). An input that requires
     # grad puts the graphs behind AOT's autograd Function, whose `apply` is a C
