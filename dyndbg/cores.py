@@ -1,7 +1,7 @@
 """Which core runs the per-instruction work: the compiled one (C extensions
 built when dyndbg is installed: cpython/_frames.c reads a frame's slots,
-engine/_history.c is the recording loop of `record on`, engine/_settrace.c
-answers the sys.settrace events that need nothing, engine/_monitoring.c
+engine/recording/_history.c is the recording loop of `record on`, engine/tracing/_settrace.c
+answers the sys.settrace events that need nothing, engine/tracing/_monitoring.c
 records at sys.monitoring's INSTRUCTION events) or the pure-Python one,
 which is complete on its own and the fallback.
 
@@ -34,9 +34,9 @@ def _compiled(name: str) -> ModuleType | None:
 class _Chosen(NamedTuple):
     core: Core
     frames: ModuleType | None       # cpython/_frames.c, where built
-    history: ModuleType | None      # engine/_history.c, where built
-    settrace: ModuleType | None     # engine/_settrace.c, where built
-    monitoring: ModuleType | None   # engine/_monitoring.c, where built
+    history: ModuleType | None      # engine/recording/_history.c, where built
+    settrace: ModuleType | None     # engine/tracing/_settrace.c, where built
+    monitoring: ModuleType | None   # engine/tracing/_monitoring.c, where built
     why: str                        # the line for the user ('' if none)
 
 
@@ -44,9 +44,9 @@ def _choose() -> _Chosen:
     # Imported here, not at this module's import: cpython/ imports this
     # module while its own package is still being initialized.
     frames = _compiled("dyndbg.cpython._frames")
-    history = _compiled("dyndbg.engine._history") if frames is not None else None
-    settrace = _compiled("dyndbg.engine._settrace")
-    monitoring = _compiled("dyndbg.engine._monitoring")
+    history = _compiled("dyndbg.engine.recording._history") if frames is not None else None
+    settrace = _compiled("dyndbg.engine.tracing._settrace")
+    monitoring = _compiled("dyndbg.engine.tracing._monitoring")
     built = history is not None and settrace is not None and monitoring is not None
     wanted = os.environ.get(CORE_VARIABLE, "")
     if wanted == Core.PYTHON.value:

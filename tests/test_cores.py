@@ -68,7 +68,7 @@ def _without_compiled_core(tmp_path: Path) -> dict[str, str]:
     (site / "sitecustomize.py").write_text(
         "import sys\n"
         "sys.modules['dyndbg.cpython._frames'] = None\n"
-        "sys.modules['dyndbg.engine._history'] = None\n")
+        "sys.modules['dyndbg.engine.recording._history'] = None\n")
     return {"PYTHONPATH": os.pathsep.join([str(site), str(ROOT)]), "DYNDBG_CORE": None}
 
 

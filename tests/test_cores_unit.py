@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from dyndbg import cores
 from dyndbg.cpython import NULL, StackUnavailable
-from dyndbg.engine.recorded_values import (AS_IS, VOLATILE, Limits, ValueKeeper, _Copy,
+from dyndbg.engine.recording.recorded_values import (AS_IS, VOLATILE, Limits, ValueKeeper, _Copy,
                                            slot_sources)
 
 compiled = cores.history()
@@ -130,7 +130,7 @@ def _shape(kept: object, token: object, value: object) -> tuple:
     """What a keeper made of `value`, comparable between two keepers: the
     kind of each kept part and token, tensors by their values, and whether a
     part is the value itself."""
-    from dyndbg.engine.recorded_values import Summary, _Items
+    from dyndbg.engine.recording.recorded_values import Summary, _Items
 
     def token_shape(t: object) -> object:
         if t is None or t is VOLATILE:
@@ -158,7 +158,7 @@ def test_keeping_a_value_in_c_is_the_python_reference() -> None:
     the bounds, nested: the compiled keep makes what ValueKeeper.keep
     makes, and reuses a copy where it does."""
     from dyndbg.dynamo.tensor_copy import PLAIN_TENSOR_TYPES
-    from dyndbg.engine.recorded_values import CONTAINER_DEPTH, CONTAINER_ITEMS, _Items
+    from dyndbg.engine.recording.recorded_values import CONTAINER_DEPTH, CONTAINER_ITEMS, _Items
 
     python_keeper, c_keeper = ValueKeeper(Limits(1000, 1 << 20)), ValueKeeper(Limits(1000, 1 << 20))
     recorder = compiled.Recorder(None, collections.deque(), {}, print, c_keeper.keep, tuple,

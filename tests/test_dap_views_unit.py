@@ -21,7 +21,7 @@ from dyndbg.dap.variables import References, StaleReference, variable
 from dyndbg.dynamo.hooks import current_compile_id
 from dyndbg.dynamo.registry import GeneratedCode, Registry
 from dyndbg.engine.codeinfo import CodeInfo, code_info
-from dyndbg.engine.recorded_values import Summary
+from dyndbg.engine.recording.recorded_values import Summary
 from dyndbg.ui import render
 from tests.listing import Listing, parse_listing
 

@@ -12,8 +12,8 @@ from dyndbg import cores
 from dyndbg.cpython.tracing import prepare_settrace
 from dyndbg.dynamo.registry import GeneratedCode
 from dyndbg.engine.codeinfo import code_info
-from dyndbg.engine.history import History
-from dyndbg.engine.recorded_values import VOLATILE, Limits, Summary, ValueKeeper
+from dyndbg.engine.recording.history import History
+from dyndbg.engine.recording.recorded_values import VOLATILE, Limits, Summary, ValueKeeper
 from dyndbg.ui.history_commands import moved, present_position, summarized_names
 from dyndbg.ui.parsing import CommandError, format_bytes, parse_bytes
 

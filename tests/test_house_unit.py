@@ -2,7 +2,7 @@
 dyndbg's modules, typing-only imports included: every `import` and `from ...
 import` anywhere in a module (at its top, in a function, under TYPE_CHECKING)
 is an edge; a layer that must see another's objects takes a Protocol from a
-leaf module (ui/host.py, dap/hub.py, engine/tracer.py) instead of importing
+leaf module (ui/host.py, dap/hub.py, engine/tracing/tracer.py) instead of importing
 the module that holds them. And every `type: ignore` names its error code and
 says why (`make typecheck` runs the checker itself)."""
 from __future__ import annotations
@@ -107,8 +107,8 @@ def test_circles_are_found() -> None:
 def test_the_graph_sees_every_kind_of_import() -> None:
     graph = import_graph()
     # At the top, in a function (make_tracer's choice), under TYPE_CHECKING.
-    assert "dyndbg.engine.tracer" in graph["dyndbg.engine.settrace"]
-    assert "dyndbg.engine.monitoring" in graph["dyndbg.engine.tracer_choice"]
+    assert "dyndbg.engine.tracing.tracer" in graph["dyndbg.engine.tracing.settrace"]
+    assert "dyndbg.engine.tracing.monitoring" in graph["dyndbg.engine.tracing.choice"]
     assert "dyndbg.dap.hub" in graph["dyndbg.dap.stop_requests"]
 
 

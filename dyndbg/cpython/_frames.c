@@ -147,7 +147,7 @@ read_frame(PyObject *frame, Py_ssize_t depth, int stored, int with_locals,
 
 /* At an instruction event (valuestack._at_event): `depths` maps the code's
  * instruction offsets to the stack depth before each (stackdepth.py), or is
- * None where the top is stored (3.11). Exported to engine/_history.c. */
+ * None where the top is stored (3.11). Exported to engine/recording/_history.c. */
 static PyObject *
 read_at_event(PyObject *frame, PyObject *depths, int with_locals)
 {
@@ -219,7 +219,7 @@ PyInit__frames(void)
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
-    /* engine/_history.c calls read_at_event directly, through this capsule */
+    /* engine/recording/_history.c calls read_at_event directly, through this capsule */
     static void *api[] = {(void *)read_at_event};
     PyObject *capsule = PyCapsule_New(api, "dyndbg.cpython._frames.API", NULL);
     if (capsule == NULL || PyModule_AddObject(m, "API", capsule) < 0) {

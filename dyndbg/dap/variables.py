@@ -18,7 +18,7 @@ from enum import Enum
 from typing import Callable, Iterable, Iterator, NamedTuple, TypeVar, cast
 
 from dyndbg.cpython import NULL
-from dyndbg.engine.recorded_values import Summary
+from dyndbg.engine.recording.recorded_values import Summary
 from dyndbg.timelimit import time_limit
 from dyndbg.ui.values import REPR_SECONDS, cut, safe_repr, summarize, type_name
 

@@ -1,4 +1,4 @@
-"""Copies of tensors for the recorded history (engine/history.py), taken so
+"""Copies of tensors for the recorded history (engine/recording/history.py), taken so
 that the program computes exactly what it would without dyndbg: no autograd
 edge, and none of the program's torch-function or dispatch modes sees them."""
 from __future__ import annotations

@@ -17,7 +17,7 @@ from dyndbg.engine.targets import (CatchTarget, LineTarget, MarkerTarget, Resume
 class ConditionCheck(NamedTuple):
     """BreakpointTable.condition_checks: what the compiled core needs to
     evaluate a breakpoint's condition and count a hit where it is false
-    (engine/_recording.h; it checks that the breakpoint is still enabled
+    (engine/tracing/_fast_paths.h; it checks that the breakpoint is still enabled
     and has this condition)."""
 
     breakpoint: Breakpoint

@@ -9,7 +9,7 @@ from dyndbg.engine.control import ConditionInterrupted
 
 class Outcome(NamedTuple):
     """A condition the compiled core evaluated and found true or raising
-    (engine/_recording.h): hit() takes it instead of evaluating again."""
+    (engine/tracing/_fast_paths.h): hit() takes it instead of evaluating again."""
 
     frame_id: int
     lasti: int

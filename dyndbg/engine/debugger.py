@@ -22,15 +22,15 @@ from dyndbg.engine.conditions import Conditions
 from dyndbg.engine.control import ConditionInterrupted, DyndbgQuit
 from dyndbg.engine.fast_paths import FastPaths
 from dyndbg.engine.frame_memory import FrameMemory
-from dyndbg.engine.history import History
+from dyndbg.engine.recording.history import History
 from dyndbg.engine.interrupts import Interrupts
 from dyndbg.engine.modes import Mode, StepKind
 from dyndbg.engine.policy import TracePolicy, keeps_entry_names
 from dyndbg.engine.postmortem import FailureLog, post_mortem_stop
 from dyndbg.engine.snapshots import Snapshots
 from dyndbg.engine.stop import Stop, StopReason, TraceEvent, TraceKind, frame_event
-from dyndbg.engine.tracer import Tracer
-from dyndbg.engine.tracer_choice import make_tracer
+from dyndbg.engine.tracing.tracer import Tracer
+from dyndbg.engine.tracing.choice import make_tracer
 from dyndbg.faults import FAULTS_ON, maybe_fault
 
 __all__ = ["ConditionInterrupted", "DyndbgQuit", "Engine", "Frontend"]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, NamedTuple
 from dyndbg.engine.breakpoints import BreakpointTable, ConditionCheck
 from dyndbg.engine.codeinfo import CodeInfo
 from dyndbg.engine.conditions import Conditions
-from dyndbg.engine.history import History
+from dyndbg.engine.recording.history import History
 from dyndbg.engine.policy import TracePolicy
 from dyndbg.faults import FAULTS_ON
 

@@ -4,14 +4,14 @@ variables) as the guards saw them, whether it has stopped, the stacks read
 (snapshots.py) and its recorded track (history.py).
 A new frame may reuse the id of one that ended, so a frame's start and its
 end both forget it, in Python here or in the compiled core (`keyed`, which
-engine/_framebook.h empties the same way)."""
+engine/tracing/_framebook.h empties the same way)."""
 from __future__ import annotations
 
 import types
 
 from dyndbg.cpython import entry_names
 from dyndbg.dynamo import GeneratedCode
-from dyndbg.engine.history import History
+from dyndbg.engine.recording.history import History
 from dyndbg.engine.policy import keeps_entry_names
 from dyndbg.engine.snapshots import Snapshots
 from dyndbg.engine.stop import Stop

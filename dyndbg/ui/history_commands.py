@@ -8,8 +8,8 @@ import ast
 import json
 from typing import Mapping
 
-from dyndbg.engine.history import Record
-from dyndbg.engine.recorded_values import Summary
+from dyndbg.engine.recording.history import Record
+from dyndbg.engine.recording.recorded_values import Summary
 from dyndbg.engine.stop import StopReason
 from dyndbg.ui import render
 from dyndbg.ui.host import Host, PastView

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Callable, NamedTuple, Protocol, Sequence
 
 if TYPE_CHECKING:
     from dyndbg.engine.debugger import Engine
-    from dyndbg.engine.history import Record
+    from dyndbg.engine.recording.history import Record
     from dyndbg.engine.stop import Stop
     from dyndbg.ui.style import Highlighter
 

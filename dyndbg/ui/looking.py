@@ -8,7 +8,7 @@ import pprint
 import types
 from typing import TYPE_CHECKING
 
-from dyndbg.engine.recorded_values import Summary
+from dyndbg.engine.recording.recorded_values import Summary
 from dyndbg.timelimit import time_limit
 from dyndbg.ui import render
 from dyndbg.ui.host import Host

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 from dyndbg.cpython import NULL
-from dyndbg.engine.recorded_values import Summary
+from dyndbg.engine.recording.recorded_values import Summary
 from dyndbg.timelimit import TimeLimitExceeded, time_limit
 
 _DTYPE_SHORT = {

@@ -19,8 +19,8 @@ import torch
 from dyndbg import cores
 from dyndbg.attach import attach
 from dyndbg.cpython import valuestack
-from dyndbg.engine import history as history_module
-from dyndbg.engine.recorded_values import Summary
+from dyndbg.engine.recording import history as history_module
+from dyndbg.engine.recording.recorded_values import Summary
 
 from in_process import run_attached  # beside this file
 

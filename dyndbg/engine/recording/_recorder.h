@@ -8,7 +8,7 @@
 #include <Python.h>
 #include <stddef.h>        /* offsetof */
 
-#include "../cpython/_members.h"
+#include "../../cpython/_members.h"
 #include "_keeping.h"
 
 static PyObject *str_append, *str_popleft;

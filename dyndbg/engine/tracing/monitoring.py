@@ -38,9 +38,9 @@ from dyndbg.cpython.tracing import CALL_EVENT_MISSES_FUNCTION_EX
 from dyndbg.dynamo import GeneratedCode
 from dyndbg.engine.control import PASSES_THROUGH
 from dyndbg.engine.modes import CodeNeeds, TraceLevel
-from dyndbg.engine.resume_calls import ResumeCalls
+from dyndbg.engine.tracing.resume_calls import ResumeCalls
 from dyndbg.engine.threads import ENGINE_LOCK, in_main_thread
-from dyndbg.engine.tracer import EventSink
+from dyndbg.engine.tracing.tracer import EventSink
 
 _M = sys.monitoring
 _E = _M.events
@@ -277,7 +277,7 @@ class MonitoringTracer:
         return None
 
     def _fast_entry(self, code: types.CodeType) -> tuple:
-        """What the compiled callback needs for `code` (engine/_monitoring.c):
+        """What the compiled callback needs for `code` (engine/tracing/_monitoring.c):
         (record, spec, slow offsets, after, {}) while the engine only records
         (engine.fast_paths.record), (None, None, slow offsets, None, condition
         checks) while it does not step, or () where the engine sees every

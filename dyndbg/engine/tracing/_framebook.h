@@ -10,7 +10,7 @@
 #include <Python.h>
 #include <frameobject.h>
 
-#include "_recording.h"
+#include "_fast_paths.h"
 
 static PyObject *str_frames, *str_installed, *str_has_callback, *str_f_trace_lines,
     *str_f_trace_opcodes, *str_f_trace;
@@ -169,7 +169,7 @@ FrameBook_dealloc(FrameBook *self)
 
 static PyTypeObject FrameBookType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "dyndbg.engine._settrace.FrameBook",
+    .tp_name = "dyndbg.engine.tracing._settrace.FrameBook",
     .tp_doc = "the settrace tracer's traced frames, kept from C (settrace.py)",
     .tp_basicsize = sizeof(FrameBook),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,

@@ -8,7 +8,7 @@
 
 #include "_filter.h"
 #include "_framebook.h"
-#include "_recording.h"
+#include "_fast_paths.h"
 
 /* -- LineFilter ----------------------------------------------------------------------- */
 
@@ -254,7 +254,7 @@ return_filter(PyObject *module, PyObject *args)
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *record;       /* the compiled History's record (engine/_history.c) */
+    PyObject *record;       /* the compiled History's record (engine/recording/_history.c) */
     PyObject *spec;         /* what it needs of this frame's code */
     PyObject *armed;        /* offsets where a breakpoint may stop: the slow path */
     PyObject *lock;         /* threads.ENGINE_LOCK */

@@ -17,7 +17,7 @@
 #include <frameobject.h>
 #include <stddef.h>
 
-#include "_recording.h"
+#include "_fast_paths.h"
 
 static PyObject *str_detached, *str_instruction;
 
@@ -181,7 +181,7 @@ static PyMethodDef filter_methods[] = {
 
 static PyTypeObject InstructionFilterType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "dyndbg.engine._monitoring.InstructionFilter",
+    .tp_name = "dyndbg.engine.tracing._monitoring.InstructionFilter",
     .tp_doc = "_on_instruction's filter while only recording (monitoring.py)",
     .tp_basicsize = sizeof(InstructionFilter),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
@@ -224,7 +224,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "dyndbg.engine._monitoring",
+    PyModuleDef_HEAD_INIT, "dyndbg.engine.tracing._monitoring",
     "dyndbg's compiled INSTRUCTION callback for sys.monitoring (see monitoring.py).", -1,
     methods,
 };

@@ -14,7 +14,7 @@
 #include <Python.h>
 #include <frameobject.h>
 
-#include "_attributes.h"
+#include "../../cpython/_attributes.h"
 #include "_keeping.h"
 #include "_recorder.h"
 #include "_track.h"
@@ -339,7 +339,7 @@ static PyMethodDef recorder_methods[] = {
 
 static PyTypeObject RecorderType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "dyndbg.engine._history.Recorder",
+    .tp_name = "dyndbg.engine.recording._history.Recorder",
     .tp_doc = "History.record in C, bound to one History",
     .tp_basicsize = sizeof(Recorder),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
@@ -353,7 +353,7 @@ static PyTypeObject RecorderType = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "dyndbg.engine._history",
+    PyModuleDef_HEAD_INIT, "dyndbg.engine.recording._history",
     "dyndbg's compiled recording loop (see history.py).", -1, module_methods,
 };
 

@@ -57,7 +57,7 @@ filter_names_init(void)
 #define FILTER_TYPE_OBJECT(Name, Doc)                                                        \
     static PyTypeObject Name##Type = {                                                       \
         PyVarObject_HEAD_INIT(NULL, 0)                                                       \
-        .tp_name = "dyndbg.engine._settrace." #Name,                                         \
+        .tp_name = "dyndbg.engine.tracing._settrace." #Name,                                         \
         .tp_doc = Doc,                                                                       \
         .tp_basicsize = sizeof(Name),                                                        \
         .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,    \

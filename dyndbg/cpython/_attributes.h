@@ -1,6 +1,6 @@
 /* Reading and updating a Python object's attributes from C: what the
  * compiled recording loop (_history.c) and the tracing mechanisms'
- * filters (_recording.h) share. Each returns -1 with an error set on an
+ * filters (tracing/_fast_paths.h) share. Each returns -1 with an error set on an
  * error. */
 #ifndef DYNDBG_ATTRIBUTES_H
 #define DYNDBG_ATTRIBUTES_H

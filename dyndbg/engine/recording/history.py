@@ -21,7 +21,7 @@ from dyndbg.cpython.opcodes import KEEPS_VALUES_OPNAMES
 from dyndbg.dynamo import GeneratedCode
 from dyndbg.engine.codeinfo import CodeInfo, Instr
 from dyndbg.dynamo.tensor_copy import PLAIN_TENSOR_TYPES
-from dyndbg.engine.recorded_values import (AS_IS, CONTAINER_DEPTH, CONTAINER_ITEMS, TOKEN_CHECKS,
+from dyndbg.engine.recording.recorded_values import (AS_IS, CONTAINER_DEPTH, CONTAINER_ITEMS, TOKEN_CHECKS,
                                            VOLATILE, Limits, ValueKeeper, _Copy, _Items)
 
 DEFAULT_SIZE = 300_000               # records
@@ -66,7 +66,7 @@ class RecordInfo(NamedTuple):
 
 
 class RecordResult(enum.Enum):
-    """What record() did (engine/_history.c returns the same values)."""
+    """What record() did (engine/recording/_history.c returns the same values)."""
 
     RECORDED = 0
     CHECK_BOUNDS = 1         # recorded; a bound may be passed (the compiled core: is)
@@ -210,7 +210,7 @@ class History:
             self.unreadable += 1
 
     def _record(self, frame: types.FrameType, spec: _Spec) -> int:
-        """The pure-Python core's record (engine/_history.c does these steps in C)."""
+        """The pure-Python core's record (engine/recording/_history.c does these steps in C)."""
         entry, instructions, count, celled, _ = spec
         instr = instructions.get(frame.f_lasti)
         if instr is None:

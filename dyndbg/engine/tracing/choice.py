@@ -8,7 +8,7 @@ import os
 from typing import Callable
 
 from dyndbg.cpython.tracing import monitoring_available, monitoring_tool_holder
-from dyndbg.engine.tracer import EventSink, Tracer
+from dyndbg.engine.tracing.tracer import EventSink, Tracer
 
 # DYNDBG_TRACER=settrace forces the sys.settrace mechanism where sys.monitoring
 # exists (for comparison and tests); =monitoring asks for sys.monitoring.
@@ -18,7 +18,7 @@ TRACER_VARIABLE = "DYNDBG_TRACER"
 def make_tracer(sink: EventSink, note: Callable[[str], None]) -> Tracer:
     """sys.monitoring where this Python has it and its debugger slot is free,
     else sys.settrace; `note` says why when the choice is not the default."""
-    from dyndbg.engine.settrace import SettraceTracer
+    from dyndbg.engine.tracing.settrace import SettraceTracer
     wanted = os.environ.get(TRACER_VARIABLE, "")
     if wanted not in ("", "settrace", "monitoring"):
         note(f"dyndbg: {TRACER_VARIABLE}={wanted!r} is not 'settrace' or 'monitoring'; ignored")
@@ -26,7 +26,7 @@ def make_tracer(sink: EventSink, note: Callable[[str], None]) -> Tracer:
     if wanted != "settrace" and monitoring_available():
         holder = monitoring_tool_holder()
         if holder is None:
-            from dyndbg.engine.monitoring import MonitoringTracer
+            from dyndbg.engine.tracing.monitoring import MonitoringTracer
             return MonitoringTracer(sink)
         note(f"dyndbg: sys.monitoring's debugger slot is held by {holder!r}; "
              "tracing with sys.settrace instead (slower)")

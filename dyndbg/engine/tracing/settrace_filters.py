@@ -1,4 +1,4 @@
-"""The compiled core's part in sys.settrace tracing (engine/_settrace.c).
+"""The compiled core's part in sys.settrace tracing (engine/tracing/_settrace.c).
 
 Its filters sit in front of SettraceTracer's Python trace functions and
 answer in C the events that need nothing of the engine: a call that starts
@@ -22,7 +22,7 @@ from dyndbg.dynamo.registry import RESUME_PREFIXES
 from dyndbg.engine.breakpoints import ArmingPlan
 from dyndbg.engine.modes import TraceLevel
 from dyndbg.engine.threads import ENGINE_LOCK
-from dyndbg.engine.tracer import EventSink
+from dyndbg.engine.tracing.tracer import EventSink
 
 TraceFunction = Callable[[types.FrameType, str, object], object]
 

@@ -1,15 +1,15 @@
 /* What the compiled tracing mechanisms (_settrace.c, _monitoring.c) share:
- * recording one instruction with the compiled History (engine/_history.c)
+ * recording one instruction with the compiled History (engine/recording/_history.c)
  * under the engine lock, evaluating a breakpoint's condition where only a
  * hit is counted when it is false, and handing a failure to the mechanism's
  * _fail. */
-#ifndef DYNDBG_RECORDING_H
-#define DYNDBG_RECORDING_H
+#ifndef DYNDBG_FAST_PATHS_H
+#define DYNDBG_FAST_PATHS_H
 
 #include <Python.h>
 #include <frameobject.h>
 
-#include "_attributes.h"
+#include "../../cpython/_attributes.h"
 
 /* Attribute and method names, interned once (recording_init). */
 static PyObject *name_acquire, *name_release, *name_enabled, *name_condition, *name_hits,

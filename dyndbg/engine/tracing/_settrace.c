@@ -43,7 +43,7 @@
 #include <Python.h>
 
 #include "_framebook.h"
-#include "_recording.h"
+#include "_fast_paths.h"
 #include "_settrace_starts.h"    /* and, through it, _settrace_frames.h */
 
 static PyMethodDef methods[] = {
@@ -67,7 +67,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "dyndbg.engine._settrace",
+    PyModuleDef_HEAD_INIT, "dyndbg.engine.tracing._settrace",
     "dyndbg's compiled trace functions for sys.settrace (see settrace.py).", -1, methods,
 };
 

@@ -9,7 +9,7 @@
 
 #include "_filter.h"
 #include "_framebook.h"
-#include "_recording.h"
+#include "_fast_paths.h"
 #include "_settrace_frames.h"
 
 /* -- the starts left to C (settrace.py's _starts) ---------------------------------------- */

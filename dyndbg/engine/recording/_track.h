@@ -8,7 +8,7 @@
 #include <Python.h>
 #include <stddef.h>        /* offsetof */
 
-#include "../cpython/_members.h"
+#include "../../cpython/_members.h"
 
 typedef struct {
     PyObject_HEAD
@@ -87,7 +87,7 @@ static PyMemberDef track_members[] = {
 
 static PyTypeObject TrackType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "dyndbg.engine._history.Track",
+    .tp_name = "dyndbg.engine.recording._history.Track",
     .tp_doc = "history._Track in C: a live recorded frame's newest slots and what was kept",
     .tp_basicsize = sizeof(Track),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,

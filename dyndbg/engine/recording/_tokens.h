@@ -10,7 +10,7 @@
 
 #include <Python.h>
 
-#include "../cpython/_members.h"
+#include "../../cpython/_members.h"
 
 typedef struct {
     PyObject *keep;             /* ValueKeeper.keep(value, seq, depth) -> (kept, token) */

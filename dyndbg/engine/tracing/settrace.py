@@ -34,9 +34,9 @@ from dyndbg.dynamo.registry import RESUME_PREFIXES
 from dyndbg.engine.breakpoints import ArmingPlan
 from dyndbg.engine.control import PASSES_THROUGH
 from dyndbg.engine.modes import TraceLevel
-from dyndbg.engine.settrace_filters import CompiledFilters, PythonTraces
+from dyndbg.engine.tracing.settrace_filters import CompiledFilters, PythonTraces
 from dyndbg.engine.threads import ENGINE_LOCK, in_main_thread
-from dyndbg.engine.tracer import EventSink
+from dyndbg.engine.tracing.tracer import EventSink
 from dyndbg.faults import FAULTS_ON
 
 
