@@ -43,7 +43,7 @@ def with_null(name: str) -> str:
 
 # dyndbg's own source files, as a traceback through them would name them.
 OWN_CODE = str(ROOT / "dyndbg") + os.sep
-# The tracing mechanism the programs under test get (dyndbg/engine/tracer_choice.py's rule).
+# The tracing mechanism the programs under test get (dyndbg/engine/tracing/choice.py's rule).
 MONITORING = hasattr(sys, "monitoring") and os.environ.get("DYNDBG_TRACER") != "settrace"
 
 

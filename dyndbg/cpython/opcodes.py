@@ -8,6 +8,7 @@ import dis
 import inspect
 import sys
 import types
+from typing import Iterable
 
 # A frame's start is reported as its 'call' (settrace) or PY_START (monitoring)
 # event; RESUME itself gets no opcode or INSTRUCTION event (measured on
@@ -15,12 +16,12 @@ import types
 SILENT_OPNAMES = frozenset({"RESUME"})
 
 
-def first_traced(code: types.CodeType) -> int:
-    """The offset of the first instruction that gets events: those before the
-    code's first RESUME (a closure's COPY_FREE_VARS and MAKE_CELL, a
+def first_traced(instructions: Iterable[dis.Instruction]) -> int:
+    """The offset of the first of a code's instructions that gets events: those
+    before its first RESUME (a closure's COPY_FREE_VARS and MAKE_CELL, a
     generator's RETURN_GENERATOR) run before the frame's start is reported,
     untraced (CPython's _co_firsttraceable; measured on 3.11-3.13)."""
-    for instr in dis.get_instructions(code):
+    for instr in instructions:
         if instr.opname == "RESUME":
             return instr.offset
     return 0

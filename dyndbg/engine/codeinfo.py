@@ -32,8 +32,9 @@ class CodeInfo:
         self.instructions: list[Instr] = []
         self._index_by_offset: dict[int, int] = {}
         line: int | None = None
-        traced_from = first_traced(code)
-        for i, ins in enumerate(dis.get_instructions(code)):
+        disassembled = list(dis.get_instructions(code))
+        traced_from = first_traced(disassembled)
+        for i, ins in enumerate(disassembled):
             positions = getattr(ins, "positions", None)
             if positions is not None and positions.lineno is not None:
                 line = positions.lineno

@@ -1,7 +1,7 @@
 """The engine: stops in generated frames and hands them to the front end.
 
 A tracing mechanism (settrace.py, monitoring.py, chosen by
-tracer_choice.make_tracer) delivers the events that the policy (policy.py) asks for;
+tracing.choice.make_tracer) delivers the events that the policy (policy.py) asks for;
 the engine decides at each whether to stop, and reads the frame's stack.
 torch's C callback tells the engine when generated code is about to run;
 while dynamo compiles, tracing is suspended.

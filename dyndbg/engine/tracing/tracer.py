@@ -3,7 +3,7 @@
 A mechanism (settrace.py, monitoring.py) delivers events of dynamo-generated
 frames to the engine (`EventSink`); the engine drives it through `Tracer`:
 what to trace is the policy's (`EventSink.policy`, policy.py), how is the
-mechanism's. `tracer_choice.make_tracer` picks one for this Python.
+mechanism's. `choice.make_tracer` picks one for this Python.
 """
 from __future__ import annotations
 
