@@ -17,8 +17,8 @@ import inspect
 import types
 from typing import Callable, NamedTuple, Sequence
 
-from dyndbg.dynamo import cache, graphs, guard_walk, patching
-from dyndbg.dynamo.cache import CacheError
+from dyndbg.dynamo import live_entries, graphs, guard_walk, patching
+from dyndbg.dynamo.live_entries import CacheError
 from dyndbg.dynamo.edits import EDITS, Edit
 from dyndbg.dynamo.names import find_graph_global
 from dyndbg.dynamo.hooks import shield
@@ -40,7 +40,7 @@ def _original(function: Callable | types.CodeType | str) -> types.CodeType:
     if isinstance(function, types.CodeType):
         return function
     if isinstance(function, str):
-        found = cache.functions_named(function)
+        found = live_entries.functions_named(function)
         if not found:
             raise CacheError(f"no compiled function named {function!r}")
         return found[0]
@@ -61,27 +61,27 @@ def entries(function: Callable | types.CodeType | str) -> list[EntryView]:
     """The function's live cache entries, in the order dynamo tries them."""
     original = _original(function)
     return [EntryView(e.compile_id, original.co_name, e.code, _lines(e.guard_manager))
-            for e in cache.entries_of(original)]
+            for e in live_entries.entries_of(original)]
 
 
 def code(compile_id: str) -> types.CodeType:
-    return cache.find(compile_id).code
+    return live_entries.find(compile_id).code
 
 
 def guards(compile_id: str) -> list[str]:
-    return _lines(cache.find(compile_id).guard_manager)
+    return _lines(live_entries.find(compile_id).guard_manager)
 
 
 def check(compile_id: str, *args: object, **kwargs: object) -> tuple[bool, str]:
     """(passed, torch's reason) of the entry's guards for a call with these arguments."""
-    entry = cache.find(compile_id)
-    return cache.check(entry.guard_manager, _call_locals(entry.original, args, kwargs))
+    entry = live_entries.find(compile_id)
+    return live_entries.check(entry.guard_manager, _call_locals(entry.original, args, kwargs))
 
 
 def _call_locals(original: types.CodeType, args: tuple, kwargs: dict) -> dict:
     """What a call with these arguments binds at its start, as the guards read
     it (`L[...]`): the arguments, defaults applied, and the free variables."""
-    function = cache.function_of(original, closure=True)
+    function = live_entries.function_of(original, closure=True)
     try:
         # Its own parameters, not those of what a functools.wraps wrapper wraps.
         bound = inspect.signature(function, follow_wrapped=False).bind(*args, **kwargs)
@@ -135,7 +135,7 @@ def run(compile_id: str, *args: object, **kwargs: object) -> object:
     """The entry's code (as patched or installed) run by hand on these arguments: no
     guards, outside dynamo."""
     entry, code = EDITS.code_to_run(compile_id)
-    return cache.run_code(entry.original, code, args, kwargs)
+    return live_entries.run_code(entry.original, code, args, kwargs)
 
 
 def edits() -> list[Edit]:

@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import dyndbg.cache as dc  # noqa: E402
-from dyndbg.dynamo import cache as dynamo_cache, versions  # noqa: E402
+from dyndbg.dynamo import live_entries, versions  # noqa: E402
 from dyndbg.dynamo.graphs import (  # noqa: E402
     graph_info, graph_number, inductor_output_code, is_graph_name)
 from dyndbg.dynamo.guard_walk import split_part  # noqa: E402
@@ -303,7 +303,7 @@ def test_a_throwing_guard_check_leaves_torch_function_on() -> None:
 
     torch.compile(f_plain, backend="eager")(torch.ones(2, 3))
     (entry,) = dc.entries(f_plain)
-    guard_manager = dynamo_cache.find(entry.compile_id).guard_manager
+    guard_manager = live_entries.find(entry.compile_id).guard_manager
     nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
     before = torch._C._get_torch_function_state()
     with pytest.raises(RuntimeError):

@@ -22,10 +22,10 @@ from __future__ import annotations
 import types
 from typing import NamedTuple
 
-from dyndbg.dynamo import cache
-from dyndbg.dynamo.cache import CacheError
+from dyndbg.dynamo import live_entries
+from dyndbg.dynamo.live_entries import CacheError
 from dyndbg.dynamo.hooks import current_compile_id, shield
-from dyndbg.dynamo.edit_records import Cause, CompileCause, Switch, switches_bypassed
+from dyndbg.dynamo.edit_types import Cause, CompileCause, Switch, switches_bypassed
 
 
 class _Refusal(NamedTuple):
@@ -122,11 +122,11 @@ class CauseRecorder:
             if earlier is not None and earlier.cause is Cause.EDIT:
                 continue                    # the edits' own entry: not in a plain run
             try:
-                entry = cache.find(refusal.compile_id, original)
+                entry = live_entries.find(refusal.compile_id, original)
             except CacheError:
                 continue
             with switches_bypassed():
-                passed, why = cache.check(entry.guard_manager, refusal.frame_locals)
+                passed, why = live_entries.check(entry.guard_manager, refusal.frame_locals)
             if passed:
                 return CompileCause(compiling, Cause.EDIT,
                                     f"{refusal.label} refused [{refusal.compile_id}], whose "

@@ -1,6 +1,6 @@
 """Numbered, undoable edits of dynamo's cache (one table for the whole process).
 
-How each edit is made (see cache.py for the torch calls and why):
+How each edit is made (see live_entries.py for the torch calls and why):
 - evict, guard add: a switch guard on the entry's live root. Undo turns the
   switch off: the guard passes again. When the last such edit of the function
   goes, the entries compiled meanwhile whose compile the edits caused are evicted
@@ -18,10 +18,10 @@ from __future__ import annotations
 import types
 from typing import Callable
 
-from dyndbg.dynamo import cache, guard_walk, patching
-from dyndbg.dynamo.cache import CacheError, LiveEntry
+from dyndbg.dynamo import live_entries, guard_walk, patching
+from dyndbg.dynamo.live_entries import CacheError, LiveEntry
 from dyndbg.dynamo.compile_causes import CauseRecorder
-from dyndbg.dynamo.edit_records import (FALL_THROUGH, Cause, CompileCause, Edit, EditKind,
+from dyndbg.dynamo.edit_types import (FALL_THROUGH, Cause, CompileCause, Edit, EditKind,
                                         Latch, Replacement, Retired, Switch, cut_text,
                                         fell_through_lines)
 from dyndbg.dynamo.guard_copy import without_guards
@@ -48,23 +48,23 @@ class CacheEdits:
 
     # -- making edits ----------------------------------------------------------
     def evict(self, compile_id: str) -> Edit:
-        entry = cache.find(compile_id)
+        entry = live_entries.find(compile_id)
         self._note_entries(entry.original)
         switch = Switch()
-        cache.add_switch_guard(entry.guard_manager,
+        live_entries.add_switch_guard(entry.guard_manager,
                                self._causes.guard(switch, entry.original, compile_id),
                                f"dyndbg: evicted ({compile_id})")
         return self._add(Edit(0, EditKind.EVICT, entry.original, (compile_id,),
                               f"evict {compile_id}", switch=switch))
 
     def evict_all(self, original: types.CodeType) -> Edit:
-        live = cache.entries_of(original)
+        live = live_entries.entries_of(original)
         if not live:
             raise CacheError(f"{original.co_name} has no cache entries to evict")
         self._note_entries(original)
         switch = Switch()
         for entry in live:
-            cache.add_switch_guard(entry.guard_manager,
+            live_entries.add_switch_guard(entry.guard_manager,
                                    self._causes.guard(switch, original, entry.compile_id),
                                    f"dyndbg: evicted ({entry.compile_id})")
         ids = tuple(e.compile_id for e in live)
@@ -72,20 +72,20 @@ class CacheEdits:
                               f"evict all {original.co_name} ({', '.join(ids)})", switch=switch))
 
     def add_guard(self, compile_id: str, expression: str) -> Edit:
-        entry = cache.find(compile_id)
+        entry = live_entries.find(compile_id)
         try:
             switch = Switch(expression, dict(_globals_of(entry.original)))
         except SyntaxError as error:
             raise CacheError(f"not an expression: {error.msg}") from None
         self._note_entries(entry.original)
-        cache.add_switch_guard(entry.guard_manager,
+        live_entries.add_switch_guard(entry.guard_manager,
                                self._causes.guard(switch, entry.original, compile_id),
                                f"dyndbg: {expression}")
         return self._add(Edit(0, EditKind.GUARD_ADD, entry.original, (compile_id,),
                               f"guard add {compile_id} {expression}", switch=switch))
 
     def drop_guard(self, compile_id: str, number: int) -> Edit:
-        entry = cache.find(compile_id)
+        entry = live_entries.find(compile_id)
         lines = guard_walk.guard_lines(entry.guard_manager)
         if not 0 <= number < len(lines):
             raise CacheError(f"no guard {number} in {compile_id} (guards lists 0.."
@@ -102,7 +102,7 @@ class CacheEdits:
         """The entry runs `code` (under its guards) instead of its own."""
         if not isinstance(code, types.CodeType):
             raise CacheError(f"not a code object: {type(code).__name__}")
-        entry = cache.find(compile_id)
+        entry = live_entries.find(compile_id)
         if code.co_argcount != entry.code.co_argcount or \
                 code.co_freevars != entry.code.co_freevars:
             raise CacheError("the code must take the same arguments and free variables "
@@ -111,14 +111,14 @@ class CacheEdits:
                                   f"install code {code.co_name} as {compile_id}", code=code))
 
     def force(self, compile_id: str, once: bool) -> Edit:
-        entry = cache.find(compile_id)
+        entry = live_entries.find(compile_id)
         edit = Edit(0, EditKind.FORCE, entry.original, (compile_id,),
                     f"force {compile_id}{' once' if once else ''}",
                     latch=Latch() if once else None)
         return self._install(edit)
 
     def patch(self, compile_id: str, op: patching.PatchOp) -> Edit:
-        entry = cache.find(compile_id)
+        entry = live_entries.find(compile_id)
         self._edited_code(entry, (op,))                   # refuses what does not assemble
         return self._install(Edit(0, EditKind.PATCH, entry.original, (compile_id,),
                                   f"patch {compile_id} {op.describe()}", patch=op))
@@ -151,7 +151,7 @@ class CacheEdits:
     # -- reading -------------------------------------------------------------------
     def code_to_run(self, compile_id: str) -> tuple[LiveEntry, types.CodeType]:
         """The entry, and its code as the active patches and installed code make it."""
-        entry = cache.find(compile_id)
+        entry = live_entries.find(compile_id)
         return entry, self._edited_code(entry).code
 
     def next_call(self, original: types.CodeType, frame_locals: dict) -> str:
@@ -160,13 +160,13 @@ class CacheEdits:
         if forces:
             return f"runs [{forces[-1].compile_ids[0]}] without checking guards (forced)"
         for replacement in self._replacements(original):
-            if cache.check(replacement.guard_manager, frame_locals)[0]:
+            if live_entries.check(replacement.guard_manager, frame_locals)[0]:
                 return f"runs the edited [{replacement.entry.compile_id}]"
-        for entry in cache.entries_of(original):
-            if cache.check(entry.guard_manager, frame_locals)[0]:
+        for entry in live_entries.entries_of(original):
+            if live_entries.check(entry.guard_manager, frame_locals)[0]:
                 return f"runs [{entry.compile_id}]"
-        limit = cache.recompile_limit()
-        total = cache.entry_count(original)
+        limit = live_entries.recompile_limit()
+        total = live_entries.entry_count(original)
         if limit is not None and total >= limit:
             return (f"runs {original.co_name} without compiling: its {total} entries "
                     f"(evicted ones count) reach recompile_limit {limit}")
@@ -219,7 +219,7 @@ class CacheEdits:
     def _install(self, edit: Edit) -> Edit:
         """Add an edit that changes the function's replacements, or refuse it whole."""
         original = edit.original
-        if cache.precompile_count(original) != self._installed.get(id(original), 0):
+        if live_entries.precompile_count(original) != self._installed.get(id(original), 0):
             raise CacheError(f"{original.co_name} has precompile entries of torch's own "
                              "(from a precompiled artifact): dyndbg's edits would drop them")
         self._add(edit)
@@ -241,7 +241,7 @@ class CacheEdits:
         """Before a fall-through edit: remember the entries there were without one."""
         if not any(e.original is original and e.kind in FALL_THROUGH for e in self.edits):
             self._before_fall_through[id(original)] = frozenset(
-                e.compile_id for e in cache.entries_of(original))
+                e.compile_id for e in live_entries.entries_of(original))
             self._causes.watch(original)
 
     def _retire_newer(self, edit: Edit) -> None:
@@ -259,13 +259,13 @@ class CacheEdits:
             return
         named = {cid for e in self.edits if e.original is original for cid in e.compile_ids}
         fell_through = []
-        for entry in cache.entries_of(original):
+        for entry in live_entries.entries_of(original):
             cid = entry.compile_id
             if cid in before or cid in named:
                 continue
             cause = judged.get(cid, CompileCause(cid, Cause.UNKNOWN, ""))
             if cause.cause is not Cause.OWN:
-                cache.add_switch_guard(entry.guard_manager, Retired(),
+                live_entries.add_switch_guard(entry.guard_manager, Retired(),
                                        f"dyndbg: evicted ({cid}), compiled while calls "
                                        "fell through")
                 self._retired.append((original, cause))
@@ -294,7 +294,7 @@ class CacheEdits:
     def _drop_unassembled(self, original: types.CodeType, compile_id: str) -> list[Edit]:
         dropped: list[Edit] = []
         try:
-            entry = cache.find(compile_id, original)
+            entry = live_entries.find(compile_id, original)
         except CacheError:
             return dropped
         # Each patch is kept if it still applies after the ones kept before it.
@@ -313,10 +313,10 @@ class CacheEdits:
     def _rebuild(self, original: types.CodeType) -> None:
         """Install the function's replacements afresh."""
         if self._installed.get(id(original), 0):
-            cache.reset_precompile(original)
+            live_entries.reset_precompile(original)
             self._installed[id(original)] = 0
         for replacement in self._replacements(original):
-            cache.load_precompile(original, replacement.guard_manager, replacement.code)
+            live_entries.load_precompile(original, replacement.guard_manager, replacement.code)
             self._installed[id(original)] = self._installed.get(id(original), 0) + 1
             if self.on_code is not None:
                 self.on_code(original, replacement.code, replacement.entry.compile_id,
@@ -325,7 +325,7 @@ class CacheEdits:
     def _replacements(self, original: types.CodeType) -> list[Replacement]:
         """The function's replacements in the order torch is to try them: forced
         entries first (newest first), then entries with guards dropped, then patched ones."""
-        ranked = filter(None, map(self._replacement, cache.entries_of(original)))
+        ranked = filter(None, map(self._replacement, live_entries.entries_of(original)))
         return [replacement for _, replacement in sorted(ranked, key=lambda pair: pair[0])]
 
     def _replacement(self, entry: LiveEntry) -> tuple[tuple, Replacement] | None:
@@ -339,9 +339,9 @@ class CacheEdits:
         code, changed = self._edited_code(entry)
         if forces:
             force = forces[-1]
-            guard_manager = cache.no_guards()
+            guard_manager = live_entries.no_guards()
             if force.latch is not None:
-                cache.add_switch_guard(guard_manager, force.latch, f"dyndbg: {force.text}")
+                live_entries.add_switch_guard(guard_manager, force.latch, f"dyndbg: {force.text}")
             return (0, -force.number), Replacement(entry, guard_manager, code, changed)
         if drops:
             # By what the lines say: edits' own root guards shift the numbers.
@@ -359,7 +359,7 @@ def _numbers(lines: list[guard_walk.GuardLine], drops: list[Edit]) -> list[int]:
 
 def _globals_of(original: types.CodeType) -> dict:
     try:
-        return cache.function_of(original).__globals__
+        return live_entries.function_of(original).__globals__
     except CacheError:
         return {}
 

@@ -15,8 +15,8 @@ shared a dropped subtree is added back whole, as a lambda evaluating its code.
 """
 from __future__ import annotations
 
-from dyndbg.dynamo import cache, guard_walk
-from dyndbg.dynamo.cache import CacheError
+from dyndbg.dynamo import live_entries, guard_walk
+from dyndbg.dynamo.live_entries import CacheError
 from dyndbg.dynamo.guard_walk import GuardLine
 
 
@@ -51,9 +51,9 @@ def without_guards(guard_manager: object, numbers: list[int], notes: list[str]) 
 
     def keep(manager: object) -> bool:
         return guard_walk.call_or(manager, "get_source", "") not in dropped_sources
-    copy = cache.copy_guards(guard_manager, keep)
+    copy = live_entries.copy_guards(guard_manager, keep)
     for line in kept:
-        cache.add_switch_guard(copy, _re_added(guard_manager, line), line.text)
+        live_entries.add_switch_guard(copy, _re_added(guard_manager, line), line.text)
     return copy
 
 

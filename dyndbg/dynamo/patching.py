@@ -6,7 +6,7 @@ fused loads, which would move every later index); its list is still aligned with
 dis's by opname (EXTENDED_ARG) before an edit is placed. An edit mutates torch's
 Instruction objects and `transform_code_object` re-assembles jumps, the exception
 table, line numbers and stack size; what it cannot assemble is refused, and so is
-what patch_checks finds unsafe to run. CPython has no bytecode verifier: a local
+what bytecode_verifier finds unsafe to run. CPython has no bytecode verifier: a local
 index out of range reads outside the frame, so locals are given by name and must
 exist.
 """
@@ -23,9 +23,9 @@ from typing import NamedTuple
 
 from dyndbg.cpython.opcodes import (CHECKED_LOCAL_LOAD, JUMPS, OWNING_LOADS, UNCHECKED_LOCAL_LOADS,
                                     names_a_cell)
-from dyndbg.dynamo import patch_checks
-from dyndbg.dynamo.cache import CacheError
-from dyndbg.dynamo.patch_checks import listing
+from dyndbg.dynamo import bytecode_verifier
+from dyndbg.dynamo.live_entries import CacheError
+from dyndbg.dynamo.bytecode_verifier import listing
 
 
 class PatchAction(enum.Enum):
@@ -81,7 +81,7 @@ def apply(code: types.CodeType, ops: list[PatchOp]) -> Patched:
     patched = code
     for op in ops:
         patched = _apply_one(patched, op)
-    return Patched(patched, patch_checks.Diff.of(_reassembled(code), patched).changed())
+    return Patched(patched, bytecode_verifier.Diff.of(_reassembled(code), patched).changed())
 
 
 def _reassembled(code: types.CodeType) -> types.CodeType:
@@ -135,7 +135,7 @@ def _apply_one(code: types.CodeType, op: PatchOp) -> types.CodeType:
     except Exception as error:  # noqa: BLE001 - torch's assembler says no
         raise CacheError(f"the patched code does not assemble: {type(error).__name__}: "
                          f"{error}") from None
-    patch_checks.check(_reassembled(code), patched)
+    bytecode_verifier.check(_reassembled(code), patched)
     return patched
 
 

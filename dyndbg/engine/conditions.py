@@ -4,7 +4,7 @@ from __future__ import annotations
 import types
 from typing import Callable, NamedTuple
 
-from dyndbg.engine.control import ConditionInterrupted
+from dyndbg.engine.exceptions import ConditionInterrupted
 
 
 class Outcome(NamedTuple):

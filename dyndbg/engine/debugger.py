@@ -19,9 +19,9 @@ from dyndbg.dynamo.markers import torch_has_marker
 from dyndbg.engine.breakpoints import BreakpointTable
 from dyndbg.engine.codeinfo import CodeInfo, Instr, code_info
 from dyndbg.engine.conditions import Conditions
-from dyndbg.engine.control import ConditionInterrupted, DyndbgQuit
+from dyndbg.engine.exceptions import ConditionInterrupted, DyndbgQuit
 from dyndbg.engine.fast_paths import FastPaths
-from dyndbg.engine.frame_memory import FrameMemory
+from dyndbg.engine.live_frames import LiveFrames
 from dyndbg.engine.recording.history import History
 from dyndbg.engine.interrupts import Interrupts
 from dyndbg.engine.modes import Mode, StepKind
@@ -68,7 +68,7 @@ class Engine:
         self.history = History()                       # `record on`: what ran, to step back
         self.fast_paths = FastPaths(lambda: self._mode.stepping, self.policy, self.history,
                                     self.breakpoints, self.conditions, self.hooks, self.info_for)
-        self.frames = FrameMemory(self.snapshots, self.history)
+        self.frames = LiveFrames(self.snapshots, self.history)
         # Before the tracer: its compiled core empties these at a frame's start and end.
         self.frame_keyed = self.frames.keyed
         self.tracer: Tracer = make_tracer(self, frontend.message)

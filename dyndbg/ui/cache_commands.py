@@ -8,8 +8,8 @@ import contextlib
 import types
 from typing import Iterator
 
-from dyndbg import cache as api
-from dyndbg.dynamo import cache
+from dyndbg import cache
+from dyndbg.dynamo import live_entries
 from dyndbg.dynamo.edits import Edit, EditKind, fell_through_lines
 from dyndbg.ui.host import Host
 from dyndbg.ui.parsing import CommandError
@@ -21,7 +21,7 @@ def _one_line() -> Iterator[None]:
     """A refusal from the cache layer is one line at the prompt."""
     try:
         yield
-    except cache.CacheError as error:
+    except live_entries.CacheError as error:
         raise CommandError(str(error)) from None
 
 
@@ -53,9 +53,9 @@ class CacheCommands:
             raise CommandError("usage: evict ENTRY | evict all [FUNC]")
         with _one_line():
             if words[0] == "all":
-                edit = api.evict_all(words[1] if len(words) > 1 else self._selected_function())
+                edit = cache.evict_all(words[1] if len(words) > 1 else self._selected_function())
             else:
-                edit = api.evict(parse_entry(words[0]))
+                edit = cache.evict(parse_entry(words[0]))
             self._made(edit)
 
     def do_force(self, arg: str) -> None:
@@ -67,7 +67,7 @@ class CacheCommands:
         if len(words) not in (1, 2) or (len(words) == 2 and words[1] != "once"):
             raise CommandError("usage: force ENTRY [once]")
         with _one_line():
-            self._made(api.force(parse_entry(words[0]), once=len(words) == 2))
+            self._made(cache.force(parse_entry(words[0]), once=len(words) == 2))
 
     def do_guard(self, arg: str) -> None:
         """guard add ENTRY EXPR | guard drop ENTRY N
@@ -81,11 +81,11 @@ class CacheCommands:
         entry = parse_entry(words[1])
         with _one_line():
             if words[0] == "add":
-                edit = api.add_guard(entry, words[2])
+                edit = cache.add_guard(entry, words[2])
             else:
                 if not words[2].strip().isdigit():
                     raise CommandError("N is a guard's number as `guards` lists it")
-                edit = api.drop_guard(entry, int(words[2]))
+                edit = cache.drop_guard(entry, int(words[2]))
             self._made(edit)
 
     def do_patch(self, arg: str) -> None:
@@ -101,7 +101,7 @@ class CacheCommands:
                                "patch ENTRY delete INDEX")
         entry = parse_entry(words[0])
         with _one_line():
-            self._made(api.patch(entry, *words[1:]))
+            self._made(cache.patch(entry, *words[1:]))
 
     def _made(self, edit: Edit) -> None:
         host = self.host
@@ -113,7 +113,7 @@ class CacheCommands:
         frame_locals = self._call_inputs(edit.original)
         if frame_locals is not None:
             host.write(f"  a call with this call's inputs now "
-                       f"{api.EDITS.next_call(edit.original, frame_locals)}")
+                       f"{cache.EDITS.next_call(edit.original, frame_locals)}")
 
     # -- running by hand ---------------------------------------------------------------
     def do_run(self, arg: str) -> None:
@@ -127,7 +127,7 @@ class CacheCommands:
         entry = parse_entry(word)
         args, kwargs = self._arguments(rest)
         with _one_line():
-            result = api.run(entry, *args, **kwargs)
+            result = cache.run(entry, *args, **kwargs)
         self.host.write(f"[{entry}] returned {cut(summarize(result), 200)}")
 
     def _arguments(self, text: str) -> tuple[tuple, dict]:
@@ -147,13 +147,13 @@ class CacheCommands:
     def do_edits(self, arg: str) -> None:
         """edits
         The active edits of dynamo's cache, by number (for `undo`)."""
-        edits = api.EDITS.edits
+        edits = cache.EDITS.edits
         if not edits:
             self.host.write("no edits of dynamo's cache")
             return
         for edit in edits:
             self.host.write(edit.describe())
-        if api.EDITS.keep:
+        if cache.EDITS.keep:
             self.host.write("kept when dyndbg detaches ('keep off' to undo them then)")
 
     def do_undo(self, arg: str) -> None:
@@ -165,9 +165,9 @@ class CacheCommands:
         word = arg.strip()
         with _one_line():
             if word == "all":
-                undone = api.undo_all()
+                undone = cache.undo_all()
             elif word.isdigit():
-                undone = api.undo(int(word))
+                undone = cache.undo(int(word))
             else:
                 raise CommandError("usage: undo N | undo all")
         if not undone:
@@ -183,18 +183,18 @@ class CacheCommands:
         debug() block); by default detaching undoes them."""
         if arg.strip() not in ("", "off"):
             raise CommandError("usage: keep [off]")
-        api.EDITS.keep = arg.strip() != "off"
-        self.host.write("edits are " + ("kept when dyndbg detaches" if api.EDITS.keep
+        cache.EDITS.keep = arg.strip() != "off"
+        self.host.write("edits are " + ("kept when dyndbg detaches" if cache.EDITS.keep
                                         else "undone when dyndbg detaches"))
 
     def notice(self) -> str | None:
         """The one line a stop shows while edits are active."""
-        edits = api.EDITS.edits
+        edits = cache.EDITS.edits
         if not edits:
             return None
         text = f"!! {len(edits)} cache edit{'s' if len(edits) != 1 else ''} active: " + \
             "; ".join(f"{e.number} {e.text}" for e in edits)
-        if api.EDITS.forcing():
+        if cache.EDITS.forcing():
             text += " (forced: guards not checked, results may be wrong)"
         return cut(text, 200) + " ('edits', 'undo')"
 

@@ -36,7 +36,7 @@ from dyndbg import cores
 from dyndbg.cpython import is_return
 from dyndbg.cpython.tracing import CALL_EVENT_MISSES_FUNCTION_EX
 from dyndbg.dynamo import GeneratedCode
-from dyndbg.engine.control import PASSES_THROUGH
+from dyndbg.engine.exceptions import PASSES_THROUGH
 from dyndbg.engine.modes import CodeNeeds, TraceLevel
 from dyndbg.engine.tracing.resume_calls import ResumeCalls
 from dyndbg.engine.threads import ENGINE_LOCK, in_main_thread

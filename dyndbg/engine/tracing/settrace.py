@@ -32,7 +32,7 @@ from dyndbg.cpython.tracing import prepare_settrace
 from dyndbg.dynamo import GeneratedCode
 from dyndbg.dynamo.registry import RESUME_PREFIXES
 from dyndbg.engine.breakpoints import ArmingPlan
-from dyndbg.engine.control import PASSES_THROUGH
+from dyndbg.engine.exceptions import PASSES_THROUGH
 from dyndbg.engine.modes import TraceLevel
 from dyndbg.engine.tracing.settrace_filters import CompiledFilters, PythonTraces
 from dyndbg.engine.threads import ENGINE_LOCK, in_main_thread

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
 
 from dyndbg.dynamo import patching
-from dyndbg.dynamo.cache import LiveEntry
+from dyndbg.dynamo.live_entries import LiveEntry
 
 
 class EditKind(enum.Enum):

@@ -12,7 +12,7 @@ from typing import NamedTuple, Sequence
 from dyndbg.cpython.opcodes import (JUMPS, OWNING_LOADS, handler_trusted_slots, pushes_null,
                                     trusted_slots)
 from dyndbg.cpython.stackdepth import stack_depths, underflow
-from dyndbg.dynamo.cache import CacheError
+from dyndbg.dynamo.live_entries import CacheError
 
 
 def check(before: types.CodeType, after: types.CodeType) -> None:

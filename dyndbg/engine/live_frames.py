@@ -17,7 +17,7 @@ from dyndbg.engine.snapshots import Snapshots
 from dyndbg.engine.stop import Stop
 
 
-class FrameMemory:
+class LiveFrames:
     def __init__(self, snapshots: Snapshots, history: History) -> None:
         self.entry_locals: dict[int, dict] = {}   # id(frame) -> what it had bound at the start
         self.stopped_in: set[int] = set()         # ids of live frames that have stopped
