@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conftest import ROOT, SAMPLES, run_dyndbg
+from harness import ROOT, SAMPLES, run_dyndbg
 from dap_client import VSCODE_INITIALIZE, DapClient
 from transcript import PROMPT, STOP, no_traceback, segments
 

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import ROOT, Run, run_dyndbg
+from harness import ROOT, Run, run_dyndbg
 
 # The walk back at the program's end: a sitecustomize there stops in one more
 # compiled call (soak_end) and walks the history from it.

@@ -8,7 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from conftest import ROOT, TIMEOUT, _env
+from harness import ROOT, TIMEOUT, child_env
 from listing import parse_listing
 from transcript import segments
 
@@ -62,7 +62,7 @@ def _run(tmp_path: Path) -> str:
     script = tmp_path / "places.py"
     script.write_text(textwrap.dedent(PROGRAM))
     proc = subprocess.run([sys.executable, str(script)], input="".join(c + "\n" for c in COMMANDS),
-                          capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=TIMEOUT)
+                          capture_output=True, text=True, cwd=ROOT, env=child_env(), timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.stdout

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conftest import ROOT, run_dyndbg, run_plain
+from harness import ROOT, run_dyndbg, run_plain
 from transcript import no_traceback
 
 PROGRAMS = ROOT / "tests" / "programs"

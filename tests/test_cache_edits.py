@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TIMEOUT, _env, run_dyndbg, run_plain
+from harness import ROOT, TIMEOUT, child_env, run_dyndbg, run_plain
 from transcript import no_traceback, segments, stops_in
 
 PROGRAMS = ROOT / "tests" / "programs"
@@ -244,7 +244,7 @@ def test_patches_that_crashed_cpython_are_refused_or_raise() -> None:
 @pytest.mark.parametrize("seed", [1, 2, 6])
 def test_fuzzed_edits_never_crash(seed: int) -> None:
     proc = subprocess.run([sys.executable, str(PROGRAMS / "cache_fuzz.py"), str(seed), "120"],
-                          capture_output=True, text=True, cwd=ROOT, env=_env(),
+                          capture_output=True, text=True, cwd=ROOT, env=child_env(),
                           timeout=TIMEOUT)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
     summary = proc.stdout.strip().splitlines()[-1]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import OWN_CODE, ROOT, SAMPLES, TIMEOUT, Run, plain, run_dyndbg, run_plain
+from harness import OWN_CODE, ROOT, SAMPLES, TIMEOUT, Run, plain, run_dyndbg, run_plain
 
 PROMPT = "(dyndbg) "
 

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from conftest import SAMPLES, GraphBreakCode, Run, plain, run_dyndbg
+from harness import SAMPLES, GraphBreakCode, Run, plain, run_dyndbg
 from listing import Instr, Listing
 from transcript import PROMPT, STOP, Segment, no_traceback, segments, stops_in
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conftest import ROOT, run_dyndbg
+from harness import ROOT, run_dyndbg
 
 PROGRAM = ROOT / "tests" / "programs" / "condition_count.py"
 LINE = next(i for i, text in enumerate(PROGRAM.read_text().splitlines(), 1)

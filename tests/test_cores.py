@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SAMPLES, TIMEOUT, _env, run_dyndbg
+from harness import ROOT, SAMPLES, TIMEOUT, child_env, run_dyndbg
 from dyndbg import cores
 
 CORPUS = sorted((ROOT / "tests" / "corpus").glob("*.py"))
@@ -48,7 +48,7 @@ def test_both_cores_record_the_same_history(share: int) -> None:
     one process: the same slots read, the same records kept."""
     programs = [str(p) for p in CORPUS[share::SHARES]]
     proc = subprocess.run([sys.executable, str(ROOT / "tests" / "programs" / "cores_agree.py"),
-                           *programs], capture_output=True, text=True, cwd=ROOT, env=_env(),
+                           *programs], capture_output=True, text=True, cwd=ROOT, env=child_env(),
                           timeout=TIMEOUT * 4)
     results = [json.loads(line[6:]) for line in proc.stdout.splitlines()
                if line.startswith("CORES ")]
@@ -75,7 +75,7 @@ def _without_compiled_core(tmp_path: Path) -> dict[str, str]:
 def test_without_the_compiled_core_one_line_and_the_python_core(tmp_path: Path) -> None:
     env = _without_compiled_core(tmp_path)
     proc = subprocess.run([sys.executable, "-c", "import dyndbg; print(dyndbg.core())"],
-                          capture_output=True, text=True, env=_env(extra=env), timeout=TIMEOUT)
+                          capture_output=True, text=True, env=child_env(extra=env), timeout=TIMEOUT)
     assert proc.stdout.strip() == "python"
     run = run_dyndbg(SAMPLES / "graph_break.py", ["record on", "s", "s", "stack", "back",
                                                   "stack", "c"], tmp_path, env=env)
@@ -105,7 +105,7 @@ def test_both_cores_start_and_release_frames_alike(mode: str) -> None:
         proc = subprocess.run([sys.executable, str(ROOT / "tests" / "programs" / "book_frames.py"),
                                *([mode] if mode == "post-mortem" else [])],
                               capture_output=True, text=True, cwd=ROOT, timeout=TIMEOUT,
-                              env=_env(extra={"DYNDBG_CORE": core, "DYNDBG_TRACER": "settrace"}))
+                              env=child_env(extra={"DYNDBG_CORE": core, "DYNDBG_TRACER": "settrace"}))
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
         return proc.stdout.splitlines()
 

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, _env, run_dyndbg, run_plain
+from harness import ROOT, child_env, run_dyndbg, run_plain
 from dap_client import DapClient, ListeningProgram
 from dap_session import (DESCRIBED, EXIT_CODE, GENERATED, GRAPH_BREAK, LOW_BITS, RESUME, Dap,
                          cli_steps, dap_stop, parse_stack, same_place, same_stack)
@@ -35,7 +35,7 @@ BOOLEAN_CAPABILITIES = [
 
 @pytest.fixture
 def dap():
-    client = DapClient.start_adapter(cwd=ROOT, env=_env())
+    client = DapClient.start_adapter(cwd=ROOT, env=child_env())
     session = Dap(client)
     try:
         yield session
@@ -366,14 +366,14 @@ def test_attach_over_tcp(through):
     leaves; the program ends as it would alone."""
     plain = run_plain(GRAPH_BREAK)
     program = ListeningProgram([sys.executable, "-m", "dyndbg", "--listen", "127.0.0.1:0",
-                                "--wait-for-client", str(GRAPH_BREAK)], cwd=ROOT, env=_env())
+                                "--wait-for-client", str(GRAPH_BREAK)], cwd=ROOT, env=child_env())
     client = None
     try:
         assert program.host == "127.0.0.1" and program.port > 0
         if through == "direct":
             client = DapClient.connect(program.port, stderr=lambda: program.stderr)
         else:
-            client = DapClient.start_adapter(cwd=ROOT, env=_env())
+            client = DapClient.start_adapter(cwd=ROOT, env=child_env())
         dap = Dap(client)
         answer = dap.start("attach", {"name": "dyndbg", "type": "dyndbg", "request": "attach",
                                       "connect": {"host": "127.0.0.1", "port": program.port}},
@@ -413,7 +413,7 @@ def test_a_client_that_leaves_while_stopped_detaches_the_debugger(tmp_path):
     program runs on without the debugger, as after disconnect."""
     script = tmp_path / "left.py"
     script.write_text(LEFT_WHILE_STOPPED)
-    program = ListeningProgram([sys.executable, str(script)], cwd=ROOT, env=_env())
+    program = ListeningProgram([sys.executable, str(script)], cwd=ROOT, env=child_env())
     client = None
     try:
         client = DapClient.connect(program.port, stderr=lambda: program.stderr)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SAMPLES, _env, plain, run_dyndbg
+from harness import ROOT, SAMPLES, child_env, plain, run_dyndbg
 from transcript import PROMPT, no_traceback, segments, stops_in
 
 ALLREDUCE = SAMPLES / "distributed_allreduce.py"
@@ -31,7 +31,7 @@ def torchrun(options: list[str], stdin: list[str], transcript: Path) -> subproce
     `python -m dyndbg --out TRANSCRIPT OPTIONS samples/distributed_allreduce.py`."""
     argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
             "-m", "dyndbg", "--out", str(transcript), *options, str(ALLREDUCE)]
-    env = _env(extra={name: None for name in RANK_ENV} | {"OMP_NUM_THREADS": "1"})
+    env = child_env(extra={name: None for name in RANK_ENV} | {"OMP_NUM_THREADS": "1"})
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
     try:

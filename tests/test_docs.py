@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TIMEOUT, _env, run_dyndbg
+from harness import ROOT, TIMEOUT, child_env, run_dyndbg
 
 PAGE = ROOT / "docs" / "reading-dynamo-bytecode.md"
 # The page walks through the bytecode one dynamo release writes on one Python
@@ -191,7 +191,7 @@ def test_command_output_is_real(block: Block) -> None:
     # `python` is this interpreter, wherever it stands in the pipeline's first command.
     command = re.sub(r"(^|\s)python(\s)", lambda m: m.group(1) + shlex.quote(sys.executable)
                      + m.group(2), head[2:], count=1)
-    proc = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=ROOT, env=_env(),
+    proc = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=ROOT, env=child_env(),
                           capture_output=True, text=True, timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stderr
     expected = [(text, block.line + 1 + i) for i, text in enumerate(block.lines[1:])]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from conftest import ROOT, SAMPLES, GraphBreakCode, Run, plain, run_dyndbg, run_plain, with_null
+from harness import ROOT, SAMPLES, GraphBreakCode, Run, plain, run_dyndbg, run_plain, with_null
 from listing import Instr, parse_listing
 from transcript import PROMPT, STOP, Segment, no_traceback, segments, stops_in
 

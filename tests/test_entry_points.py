@@ -13,7 +13,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from conftest import CALLABLE_SLOT, ROOT, SAMPLES, SUBSCRIPT, TIMEOUT, _env, run_dyndbg
+from harness import CALLABLE_SLOT, ROOT, SAMPLES, SUBSCRIPT, TIMEOUT, child_env, run_dyndbg
 from transcript import no_traceback
 
 
@@ -22,7 +22,7 @@ def _python(script: Path, commands: list[str], env: dict[str, str | None] | None
     """`python [options] script` with commands on stdin; output as text."""
     return subprocess.run([sys.executable, *(options or []), str(script)],
                           input="".join(c + "\n" for c in commands), capture_output=True,
-                          text=True, cwd=ROOT, env=_env(extra=env), timeout=TIMEOUT)
+                          text=True, cwd=ROOT, env=child_env(extra=env), timeout=TIMEOUT)
 
 
 def _write(tmp_path: Path, name: str, source: str) -> Path:
@@ -252,7 +252,7 @@ def test_post_mortem_without_generated_frame_says_so(tmp_path: Path) -> None:
 def test_post_mortem_option_shows_what_went_into_the_failing_graph(tmp_path: Path) -> None:
     sample = SAMPLES / "crash_in_graph.py"
     plain = subprocess.run([sys.executable, str(sample)], capture_output=True, text=True,
-                           cwd=ROOT, env=_env(), timeout=TIMEOUT)
+                           cwd=ROOT, env=child_env(), timeout=TIMEOUT)
     run = run_dyndbg(sample, ["c", "stack", "p idx", "s", "c"], tmp_path,
                      options=["--post-mortem"])
     # The program's own output, traceback and status are python's.

@@ -15,7 +15,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from conftest import (MONITORING, OWN_CODE, ROOT, SAMPLES, default_sigint, empty_home, plain,
+from harness import (MONITORING, OWN_CODE, ROOT, SAMPLES, default_sigint, empty_home, plain,
                       run_dyndbg, run_plain)
 
 PROGRAMS = ROOT / "tests" / "programs"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import SAMPLES, plain, run_dyndbg
+from harness import SAMPLES, plain, run_dyndbg
 
 pytestmark = pytest.mark.slow   # many generated command lines, each a run
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conftest import Run, run_dyndbg, run_plain
+from harness import Run, run_dyndbg, run_plain
 from transcript import no_traceback, segments
 
 CALLS = 10      # more than dynamo's recompile_limit (8): a wrapper compiled per capture hits it

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SAMPLES, TIMEOUT, _env, run_dyndbg
+from harness import ROOT, SAMPLES, TIMEOUT, child_env, run_dyndbg
 from transcript import no_traceback
 from dyndbg import cores
 
@@ -35,7 +35,7 @@ def _guards_hold(core: str, tracer: str | None, mode: str) -> list[dict]:
     extra = {"DYNDBG_CORE": core, "DYNDBG_TRACER": tracer}
     proc = subprocess.run([sys.executable, str(ROOT / "tests" / "programs" / "guards_hold.py"),
                            mode, *map(str, PROGRAMS)], capture_output=True, text=True,
-                          cwd=ROOT, env=_env(extra=extra), timeout=TIMEOUT * 2)
+                          cwd=ROOT, env=child_env(extra=extra), timeout=TIMEOUT * 2)
     results = [json.loads(line[7:]) for line in proc.stdout.splitlines()
                if line.startswith("GUARDS ")]
     assert [r["program"] for r in results] == [str(p) for p in PROGRAMS], \
@@ -105,7 +105,7 @@ def test_the_cache_api_checks_a_closure_with_its_free_variables() -> None:
     where two wrappers share the code with different ones, it says it cannot
     know which a call means, rather than answer for one."""
     proc = subprocess.run([sys.executable, "-c", CHECK_CLOSURES], capture_output=True,
-                          text=True, cwd=ROOT, env=_env(), timeout=TIMEOUT)
+                          text=True, cwd=ROOT, env=child_env(), timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
     # The entry ran for (x,), so its guards pass; scale=3.0 fails its EQUALS_MATCH.

@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from conftest import ROOT, Run, run_dyndbg
+from harness import ROOT, Run, run_dyndbg
 
 SAMPLE = ROOT / "samples" / "step_back.py"
 PROGRAMS = ROOT / "tests" / "programs"

@@ -3,7 +3,7 @@ is huge or hangs; conditions that raise or return non-bools; displays that
 raise. One message each, nothing crashes, the program's output is unchanged."""
 from __future__ import annotations
 
-from conftest import ROOT, SAMPLES, plain, run_dyndbg, run_plain
+from harness import ROOT, SAMPLES, plain, run_dyndbg, run_plain
 
 HOSTILE = ROOT / "tests" / "programs" / "hostile_values.py"
 

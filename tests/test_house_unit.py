@@ -128,3 +128,11 @@ def test_every_type_ignore_says_which_error_and_why() -> None:
             if found and not (found["code"] and found["why"]):
                 bare.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert bare == [], "\n".join(bare)
+
+
+def test_tests_share_helpers_through_a_module_not_conftest() -> None:
+    """conftest.py is pytest's (fixtures and hooks); what tests share is in
+    harness.py, imported like any module."""
+    importers = [path.name for path in (ROOT / "tests").rglob("*.py")
+                 if re.search(r"^\s*(from conftest import|import conftest)", path.read_text(), re.M)]
+    assert importers == []

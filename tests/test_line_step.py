@@ -16,7 +16,7 @@ import types
 from pathlib import Path
 from typing import cast
 
-from conftest import ROOT, SAMPLES, GraphBreakCode, run_dyndbg, run_plain
+from harness import ROOT, SAMPLES, GraphBreakCode, run_dyndbg, run_plain
 from listing import Instr, Listing, parse_listing
 from transcript import no_traceback, segments, stops_in
 

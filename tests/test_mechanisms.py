@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SAMPLES, run_dyndbg, run_plain
+from harness import ROOT, SAMPLES, run_dyndbg, run_plain
 from transcript import no_traceback, stops_in
 
 pytestmark = pytest.mark.skipif(not hasattr(sys, "monitoring"),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SAMPLES, GraphBreakCode, run_dyndbg, run_plain
+from harness import ROOT, SAMPLES, GraphBreakCode, run_dyndbg, run_plain
 from transcript import no_traceback, stops_in
 
 PROGRAMS = ROOT / "tests" / "programs"

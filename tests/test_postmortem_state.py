@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TIMEOUT, _env, run_dyndbg, run_plain
+from harness import ROOT, TIMEOUT, child_env, run_dyndbg, run_plain
 from transcript import segments
 
 # Compiled once outside the block ([0/0]) and once inside it ([0/1]), whose
@@ -72,7 +72,7 @@ def _python(script: Path, args: list[str], commands: list[str]) -> subprocess.Co
     """`python script args...` (no dyndbg) with commands on stdin."""
     return subprocess.run([sys.executable, str(script), *args],
                           input="".join(c + "\n" for c in commands), capture_output=True,
-                          text=True, cwd=ROOT, env=_env(), timeout=TIMEOUT)
+                          text=True, cwd=ROOT, env=child_env(), timeout=TIMEOUT)
 
 
 def _entries(lines: list[str]) -> dict[str, list[str]]:

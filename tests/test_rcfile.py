@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CALLABLE_FIRST, ROOT, SAMPLES, Run, plain, run_dyndbg
+from harness import CALLABLE_FIRST, ROOT, SAMPLES, Run, plain, run_dyndbg
 from transcript import PROMPT, no_traceback, segments
 
 GRAPH_BREAK = SAMPLES / "graph_break.py"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_plain
+from harness import ROOT, run_plain
 from stepcheck import step_every_instruction
 
 pytestmark = pytest.mark.slow   # transformers imported, every instruction stepped

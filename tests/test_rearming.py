@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import CALLABLE_SLOT, SAMPLES, run_dyndbg
+from harness import CALLABLE_SLOT, SAMPLES, run_dyndbg
 from transcript import no_traceback
 
 SAMPLE = SAMPLES / "walkthrough.py"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_plain
+from harness import ROOT, run_plain
 from stepcheck import step_every_instruction
 
 pytestmark = pytest.mark.slow   # every corpus program stepped through, recorded, walked back

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import SAMPLES, plain
+from harness import SAMPLES, plain
 from stepcheck import step_every_instruction
 
 # These start a debugger by themselves (dyndbg's, or torch's own at its marker):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import ROOT, SAMPLES, run_dyndbg, run_plain
+from harness import ROOT, SAMPLES, run_dyndbg, run_plain
 from dyndbg.support import tested_range as range_text  # not collected as a test
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from conftest import ROOT, SAMPLES, default_sigint
+from harness import ROOT, SAMPLES, default_sigint
 
 GRAPH_BREAK = SAMPLES / "graph_break.py"
 PROMPT = "(dyndbg) "
@@ -126,7 +126,7 @@ print("@@RESULT@@ " + json.dumps({"status": status, "prompts": prompts[0],
 '''
 
 
-def _env(home: Path, **extra: str | None) -> dict[str, str]:
+def child_env(home: Path, **extra: str | None) -> dict[str, str]:
     env = dict(os.environ)
     for name in ("NO_COLOR", "PYTHONBREAKPOINT", "DYNDBG_HISTORY", "DYNDBG_NO_CALLBACK"):
         env.pop(name, None)
@@ -147,7 +147,7 @@ def run_driver(tmp_path: Path, feed: list[list[str]], **env: str | None) -> dict
     try:
         proc = subprocess.run([sys.executable, str(driver), json.dumps(feed)],
                               capture_output=True, text=True, cwd=ROOT, timeout=TIMEOUT,
-                              env=_env(tmp_path / "home", **env))
+                              env=child_env(tmp_path / "home", **env))
     except subprocess.TimeoutExpired as error:
         pytest.fail(f"the driver hung (keys {feed!r}); output so far:\n{error.stdout!r}")
     lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_MARK)]
@@ -457,7 +457,7 @@ class Terminal:
 def test_pty_session_completion_colour_toolbar_stack(tmp_path: Path) -> None:
     history = tmp_path / "history"
     term = Terminal([str(GRAPH_BREAK.relative_to(ROOT))],
-                    _env(tmp_path / "home", TERM="xterm-256color", DYNDBG_HISTORY=str(history)))
+                    child_env(tmp_path / "home", TERM="xterm-256color", DYNDBG_HISTORY=str(history)))
     term.expect(Terminal.READY)
     term.keys("b __comp", "\t", "\r")
     term.expect(r"Breakpoint 1 at [^\r\n]*\(resolved")
@@ -511,7 +511,7 @@ def test_pty_no_color_uses_plain_input(tmp_path: Path) -> None:
     """NO_COLOR=1 on a terminal: input(), no prompt-toolkit, no escape codes of dyndbg's."""
     history = tmp_path / "history"
     term = Terminal([str(GRAPH_BREAK.relative_to(ROOT))],
-                    _env(tmp_path / "home", TERM="xterm-256color", NO_COLOR="1",
+                    child_env(tmp_path / "home", TERM="xterm-256color", NO_COLOR="1",
                          DYNDBG_HISTORY=str(history)))
     term.expect(re.escape(PROMPT))
     for command, answer in [("b graph 2", r"Breakpoint 1 at graph 2 \(resolved"),
@@ -544,7 +544,7 @@ def test_pty_keys_typed_while_the_program_runs(tmp_path: Path, mode: str) -> Non
     while torch imports they run at the first stop, typed after `c` at the next
     one, and a line typed past the command that resumes the program is the
     program's own input()'s (prompt-toolkit read it along with the `c`)."""
-    env = _env(tmp_path / "home", TERM="xterm-256color", DYNDBG_HISTORY="",
+    env = child_env(tmp_path / "home", TERM="xterm-256color", DYNDBG_HISTORY="",
                NO_COLOR="1" if mode == "plain" else None)
     ready = Terminal.READY if mode == "prompt-toolkit" else re.escape(PROMPT)
     term = Terminal([str(TYPED_AHEAD.relative_to(ROOT))], env)
@@ -580,7 +580,7 @@ def test_pty_keys_typed_while_the_program_runs(tmp_path: Path, mode: str) -> Non
 def test_pty_ctrl_c_at_the_prompt_and_while_running(tmp_path: Path) -> None:
     """With the terminal read a line at a time, Ctrl-C is still a key at the prompt
     (the line is cleared) and a signal while the program runs (a stop)."""
-    env = _env(tmp_path / "home", TERM="xterm-256color", DYNDBG_HISTORY="")
+    env = child_env(tmp_path / "home", TERM="xterm-256color", DYNDBG_HISTORY="")
     term = Terminal(["tests/programs/interrupt_between.py"], env)
     term.expect(Terminal.READY)
     term.keys("junk", CTRL_C)
@@ -608,7 +608,7 @@ def test_piped_commands_after_the_program_reads_stdin(tmp_path: Path) -> None:
     commands = ["b f", "c", "c", "c", "hello", "p 'after' + 'answer'", "c"]
     proc = subprocess.run([sys.executable, "-m", "dyndbg", str(TYPED_AHEAD), "0"],
                           input="".join(c + "\n" for c in commands), capture_output=True,
-                          text=True, cwd=ROOT, env=_env(tmp_path / "home"), timeout=TIMEOUT)
+                          text=True, cwd=ROOT, env=child_env(tmp_path / "home"), timeout=TIMEOUT)
     out = proc.stdout
     assert "Traceback" not in out + proc.stderr, proc.stderr[-3000:]
     assert "end of input" not in out, out[-3000:]
@@ -648,7 +648,7 @@ def _segment(segs: list[tuple[str, list[str]]], index: int) -> list[str]:
 
 
 def run_plain(tmp_path: Path, options: list[str], commands: list[str]) -> subprocess.CompletedProcess:
-    env = _env(tmp_path / "home", TERM="xterm-256color")
+    env = child_env(tmp_path / "home", TERM="xterm-256color")
     try:
         return subprocess.run([sys.executable, "-m", "dyndbg", *options, str(GRAPH_BREAK)],
                               input="".join(c + "\n" for c in commands), capture_output=True,

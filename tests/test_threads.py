@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TIMEOUT, _env, default_sigint, run_dyndbg, run_plain
+from harness import ROOT, TIMEOUT, child_env, default_sigint, run_dyndbg, run_plain
 from transcript import Segment, segments, stops_in
 
 PROGRAM = ROOT / "tests" / "programs" / "worker_thread.py"
@@ -179,7 +179,7 @@ def test_debug_block_reaches_a_thread_started_before_it(mechanism, plain) -> Non
     # the first generated code inside the block is the worker's.
     proc = subprocess.run([sys.executable, str(PROGRAM), "attach"],
                           input="p x\ns\nstack\nc\n", capture_output=True, text=True,
-                          cwd=ROOT, env=_env(extra=_tracer(mechanism)), timeout=TIMEOUT)
+                          cwd=ROOT, env=child_env(extra=_tracer(mechanism)), timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     stops = [(s["label"], s["index"]) for s in stops_in(out.splitlines())]
@@ -206,7 +206,7 @@ def _start(args: list[str], transcript: Path, mechanism: str) -> subprocess.Pope
     return subprocess.Popen([sys.executable, "-m", "dyndbg", "--out", str(transcript),
                              str(PROGRAM), *args], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            env=_env(extra=_tracer(mechanism)), preexec_fn=default_sigint)
+                            env=child_env(extra=_tracer(mechanism)), preexec_fn=default_sigint)
 
 
 def _end(proc: subprocess.Popen) -> None:

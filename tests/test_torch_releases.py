@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_dyndbg, run_plain
+from harness import ROOT, run_dyndbg, run_plain
 from transcript import no_traceback, segments
 
 PROGRAMS = ROOT / "tests" / "programs"

@@ -7,7 +7,7 @@ import re
 import signal
 from pathlib import Path
 
-from conftest import ROOT, SAMPLES, GraphBreakCode, run_dyndbg, run_plain
+from harness import ROOT, SAMPLES, GraphBreakCode, run_dyndbg, run_plain
 from transcript import no_traceback
 
 PROGRAMS = ROOT / "tests" / "programs"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conftest import MONITORING, ROOT, SAMPLES, GraphBreakCode, run_dyndbg, run_plain
+from harness import MONITORING, ROOT, SAMPLES, GraphBreakCode, run_dyndbg, run_plain
 
 PROGRAM = ROOT / "tests" / "programs" / "trace_scope.py"
 STEPS = ["s", "s", "stack", "p x.sin()", "n", "n", "n", "display [v for v in __stack__]",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MONITORING, ROOT, empty_home, run_dyndbg, run_plain
+from harness import MONITORING, ROOT, empty_home, run_dyndbg, run_plain
 
 MANY = ROOT / "tests" / "programs" / "many_calls.py"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from conftest import Run
+from harness import Run
 
 PROMPT = "(dyndbg) "
 STOP = re.compile(r"^> (?P<label>.+?)  instr (?P<index>\d+)/(?P<total>\d+) @(?P<offset>\d+)  ")
