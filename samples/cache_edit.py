@@ -3,7 +3,7 @@
     python -m dyndbg samples/cache_edit.py
     (dyndbg) cache                  # f's entries: [0/0] for n == 2, [0/1] for any n
     (dyndbg) evict 0/1              # the next calls fall through or recompile
-    (dyndbg) patch 0/0 ...          # see the README, "Editing the cache"
+    (dyndbg) patch 0/0 ...          # see docs/cache-editing.md
 """
 import sys
 
