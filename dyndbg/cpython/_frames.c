@@ -12,14 +12,18 @@
 #include <frameobject.h>
 #include <stdint.h>
 
+#include "_capi.h"
+#include "_frames.h"
+
 static Py_ssize_t f_frame_at, f_code_at, stacktop_at, localsplus_at;
 static int stack_pointer;            /* 3.14+: a stack pointer and tagged slots */
 static int event_mode;               /* how the top is known at an event: enum EventMode */
 static int checked;                  /* the start-up probe read right with this layout */
-static PyObject *null_object;        /* valuestack.NULL */
-static PyObject *unavailable;        /* valuestack.StackUnavailable */
+static PyObject *null_object;        /* valuestack.NULL: owned */
+static PyObject *unavailable;        /* valuestack.StackUnavailable: owned */
 
-/* valuestack._at_event's three cases, chosen from the layout by valuestack.py */
+/* valuestack._at_event's three cases, chosen from the layout by valuestack.py:
+ * valuestack.EventMode's values (tests/test_c_boundary_unit.py pins them) */
 enum EventMode {
     STORED_TOP = 0,      /* 3.11: the stored top */
     STATIC_DEPTH = 1,    /* 3.12, 3.13: none stored; the depth from the bytecode */
@@ -30,10 +34,11 @@ enum EventMode {
 #define STACKREF_NULL ((uintptr_t)1)
 #define INT_TAG ((uintptr_t)3)
 
+/* configure(...): None (owned), or NULL with an error set */
 static PyObject *
-configure(PyObject *self, PyObject *args)
+configure(PyObject *Py_UNUSED(self), PyObject *args)
 {
-    PyObject *null, *error;
+    PyObject *null, *error;    /* borrowed */
     if (!PyArg_ParseTuple(args, "nnnnpiOO", &f_frame_at, &f_code_at, &stacktop_at,
                           &localsplus_at, &stack_pointer, &event_mode, &null, &error))
         return NULL;
@@ -46,12 +51,13 @@ configure(PyObject *self, PyObject *args)
 /* mark_checked(): the probe passed (valuestack._use_compiled_reader); only
  * then does read_at_event, which recording calls, read anything. */
 static PyObject *
-mark_checked(PyObject *self, PyObject *unused)
+mark_checked(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(unused))
 {
     checked = 1;
     Py_RETURN_NONE;
 }
 
+/* NULL, with StackUnavailable(why) set */
 static PyObject *
 fail(const char *why)
 {
@@ -67,7 +73,8 @@ pointer_at(const char *address)
     return value;
 }
 
-/* The stored stack top as an index into localsplus; -1 where none is stored. */
+/* The stored stack top as an index into localsplus; -1 where none is stored
+ * (not an error: no error is set). */
 static Py_ssize_t
 stored_top(const char *iframe)
 {
@@ -83,7 +90,7 @@ stored_top(const char *iframe)
     return (Py_ssize_t)((pointer - start) / sizeof(void *));
 }
 
-/* A slot as an object (a new reference), or NULL with StackUnavailable set. */
+/* A slot as an object (owned), or NULL with StackUnavailable set. */
 static PyObject *
 slot_object(uintptr_t bits)
 {
@@ -99,7 +106,8 @@ slot_object(uintptr_t bits)
     return Py_NewRef((PyObject *)(bits & ~TAG_BITS));
 }
 
-/* The arguments of valuestack._read_stack_with, with -1 for None. */
+/* The arguments of valuestack._read_stack_with, with -1 for None: the slots,
+ * a list (owned), or NULL with an error set. */
 static PyObject *
 read_frame(PyObject *frame, Py_ssize_t depth, int stored, int with_locals,
            Py_ssize_t at_most, Py_ssize_t expected)
@@ -109,7 +117,7 @@ read_frame(PyObject *frame, Py_ssize_t depth, int stored, int with_locals,
     const char *iframe = (const char *)pointer_at((const char *)frame + f_frame_at);
     if (!iframe)
         return fail("frame has no interpreter frame");
-    PyCodeObject *code = PyFrame_GetCode((PyFrameObject *)frame);
+    PyCodeObject *code = PyFrame_GetCode((PyFrameObject *)frame);     /* owned */
     uintptr_t code_bits = pointer_at(iframe + f_code_at);
     if (stack_pointer)
         code_bits &= ~TAG_BITS;
@@ -130,7 +138,7 @@ read_frame(PyObject *frame, Py_ssize_t depth, int stored, int with_locals,
     if (top < base || top > base + stacksize)
         return fail("value stack not readable in this frame state");
     Py_ssize_t first = with_locals ? 0 : base;
-    PyObject *slots = PyList_New(top - first);
+    PyObject *slots = PyList_New(top - first);     /* owned */
     if (slots == NULL)
         return NULL;
     const char *start = iframe + localsplus_at + sizeof(void *) * first;
@@ -147,7 +155,8 @@ read_frame(PyObject *frame, Py_ssize_t depth, int stored, int with_locals,
 
 /* At an instruction event (valuestack._at_event): `depths` maps the code's
  * instruction offsets to the stack depth before each (stackdepth.py), or is
- * None where the top is stored (3.11). Exported to engine/recording/_history.c. */
+ * None where the top is stored (3.11). Exported to engine/recording/_history.c
+ * (_frames.h: dyndbg_read_at_event_fn). */
 static PyObject *
 read_at_event(PyObject *frame, PyObject *depths, int with_locals)
 {
@@ -157,7 +166,7 @@ read_at_event(PyObject *frame, PyObject *depths, int with_locals)
         return read_frame(frame, -1, 1, with_locals, -1, -1);
     if (depths == NULL || !PyDict_Check(depths))
         return fail("no stack depths given for this code");
-    PyObject *offset = PyLong_FromLong(PyFrame_GetLasti((PyFrameObject *)frame));
+    PyObject *offset = PyLong_FromLong(PyFrame_GetLasti((PyFrameObject *)frame));  /* owned */
     if (offset == NULL)
         return NULL;
     PyObject *found = PyDict_GetItemWithError(depths, offset);   /* borrowed */
@@ -174,9 +183,9 @@ read_at_event(PyObject *frame, PyObject *depths, int with_locals)
 
 /* read(frame, depth, stored, with_locals, at_most, expected) -> list */
 static PyObject *
-read_slots(PyObject *self, PyObject *args)
+read_slots(PyObject *Py_UNUSED(self), PyObject *args)
 {
-    PyObject *frame;
+    PyObject *frame;    /* borrowed */
     Py_ssize_t depth, at_most, expected;
     int stored, with_locals;
     if (!PyArg_ParseTuple(args, "O!nppnn", &PyFrame_Type, &frame, &depth, &stored,
@@ -187,9 +196,9 @@ read_slots(PyObject *self, PyObject *args)
 
 /* read_at_event(frame, depths, with_locals) -> list */
 static PyObject *
-read_at_event_py(PyObject *self, PyObject *args)
+read_at_event_py(PyObject *Py_UNUSED(self), PyObject *args)
 {
-    PyObject *frame, *depths;
+    PyObject *frame, *depths;   /* borrowed */
     int with_locals;
     if (!PyArg_ParseTuple(args, "O!Op", &PyFrame_Type, &frame, &depths, &with_locals))
         return NULL;
@@ -209,8 +218,11 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "dyndbg.cpython._frames",
-    "dyndbg's compiled slot reader (see valuestack.py).", -1, methods,
+    .m_base = PyModuleDef_HEAD_INIT,
+    .m_name = "dyndbg.cpython._frames",
+    .m_doc = "dyndbg's compiled slot reader (see valuestack.py).",
+    .m_size = -1,
+    .m_methods = methods,
 };
 
 PyMODINIT_FUNC
@@ -220,8 +232,8 @@ PyInit__frames(void)
     if (m == NULL)
         return NULL;
     /* engine/recording/_history.c calls read_at_event directly, through this capsule */
-    static void *api[] = {(void *)read_at_event};
-    PyObject *capsule = PyCapsule_New(api, "dyndbg.cpython._frames.API", NULL);
+    static void *api[FRAMES_API_SIZE] = {[FRAMES_API_READ_AT_EVENT] = (void *)read_at_event};
+    PyObject *capsule = PyCapsule_New(api, DYNDBG_FRAMES_CAPSULE, NULL);     /* owned */
     if (capsule == NULL || PyModule_AddObject(m, "API", capsule) < 0) {
         Py_XDECREF(capsule);
         Py_DECREF(m);

@@ -1,7 +1,7 @@
 /* The member types a PyMemberDef names (an object field, a Py_ssize_t):
  * Python.h names them Py_T_* from 3.12 on; 3.11 has them in structmember.h
  * without the prefix. Included by the engine's C files that declare or read
- * members (engine/recording/_track.h, _tokens.h, _recorder.h). */
+ * members (engine/recording/_track.c, _token_checks.c, _recorder.c). */
 #ifndef DYNDBG_MEMBERS_H
 #define DYNDBG_MEMBERS_H
 

@@ -1,14 +1,13 @@
-/* history._Track in C for the compiled core: a live recorded frame's
- * newest slots and what was kept of them, its fields read and set by
- * _history.c without attribute look-ups; Python sees the same attributes.
- * Included by _history.c alone. */
+/* history._Track in C for the compiled core (_track.c): a live recorded
+ * frame's newest slots and what was kept of them, its fields read and set
+ * by the recording loop (_record.c) without attribute look-ups; Python sees
+ * the same attributes. */
 #ifndef DYNDBG_TRACK_H
 #define DYNDBG_TRACK_H
 
 #include <Python.h>
-#include <stddef.h>        /* offsetof */
 
-#include "../../cpython/_members.h"
+#include "../../cpython/_capi.h"
 
 typedef struct {
     PyObject_HEAD
@@ -21,94 +20,10 @@ typedef struct {
     PyObject *opname;   /* of the newest record's instruction */
 } Track;
 
-static int
-track_traverse(Track *self, visitproc visit, void *arg)
-{
-    Py_VISIT(self->caller);
-    Py_VISIT(self->newest);
-    Py_VISIT(self->raw);
-    Py_VISIT(self->kept);
-    Py_VISIT(self->tokens);
-    Py_VISIT(self->locals);
-    Py_VISIT(self->opname);
-    return 0;
-}
+extern DYNDBG_HIDDEN PyTypeObject DyndbgTrack_Type;
 
-static int
-track_clear(Track *self)
-{
-    Py_CLEAR(self->caller);
-    Py_CLEAR(self->newest);
-    Py_CLEAR(self->raw);
-    Py_CLEAR(self->kept);
-    Py_CLEAR(self->tokens);
-    Py_CLEAR(self->locals);
-    Py_CLEAR(self->opname);
-    return 0;
-}
-
-static void
-track_dealloc(Track *self)
-{
-    PyObject_GC_UnTrack(self);
-    track_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-/* Track(caller), as _Track(caller) starts. */
-static int
-track_init(Track *self, PyObject *args, PyObject *kwargs)
-{
-    PyObject *caller;
-    if (!PyArg_ParseTuple(args, "O!:Track", &PyLong_Type, &caller))
-        return -1;
-    track_clear(self);
-    self->caller = Py_NewRef(caller);
-    self->newest = PyLong_FromLong(-1);
-    self->raw = PyList_New(0);
-    self->kept = PyList_New(0);
-    self->tokens = PyList_New(0);
-    self->locals = PyTuple_New(0);
-    self->opname = PyUnicode_FromString("");
-    return self->newest && self->raw && self->kept && self->tokens && self->locals &&
-        self->opname ? 0 : -1;
-}
-
-static PyMemberDef track_members[] = {
-    {"caller", Py_T_OBJECT_EX, offsetof(Track, caller), 0, NULL},
-    {"newest", Py_T_OBJECT_EX, offsetof(Track, newest), 0, NULL},
-    {"raw", Py_T_OBJECT_EX, offsetof(Track, raw), 0, NULL},
-    {"kept", Py_T_OBJECT_EX, offsetof(Track, kept), 0, NULL},
-    {"tokens", Py_T_OBJECT_EX, offsetof(Track, tokens), 0, NULL},
-    {"locals", Py_T_OBJECT_EX, offsetof(Track, locals), 0, NULL},
-    {"opname", Py_T_OBJECT_EX, offsetof(Track, opname), 0, NULL},
-    {NULL},
-};
-
-static PyTypeObject TrackType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "dyndbg.engine.recording._history.Track",
-    .tp_doc = "history._Track in C: a live recorded frame's newest slots and what was kept",
-    .tp_basicsize = sizeof(Track),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)track_init,
-    .tp_dealloc = (destructor)track_dealloc,
-    .tp_traverse = (traverseproc)track_traverse,
-    .tp_clear = (inquiry)track_clear,
-    .tp_members = track_members,
-};
-
-/* A list field of a track, as a new reference; NULL with an error when it
- * is not a list. */
-static PyObject *
-track_list(PyObject *value, const char *name)
-{
-    if (value == NULL || !PyList_CheckExact(value)) {
-        PyErr_Format(PyExc_TypeError, "history: a track's %s is not a list", name);
-        return NULL;
-    }
-    return Py_NewRef(value);
-}
+/* A list field of a track (owned); NULL with a TypeError set when it is not
+ * a list. */
+DYNDBG_HIDDEN PyObject *dyndbg_track_list(PyObject *value, const char *name);
 
 #endif

@@ -4,4 +4,4 @@
 _settrace.c wired in by settrace_filters.py) and sys.monitoring
 (monitoring.py, _monitoring.c; resume_calls.py, the resume functions it
 watches as they are called). choice.py picks one for this Python;
-_fast_paths.h is the C half of ../fast_paths.py that both extensions share."""
+_fast_paths.c is the C half of ../fast_paths.py that both extensions share."""

@@ -2,7 +2,8 @@
  * (monitoring.py, Python 3.12+).
  *
  * A filter in front of MonitoringTracer._on_instruction for the codes listed
- * in `fast` (id(code) -> (record, spec, slow offsets, after, checks)), filled
+ * in `fast` (id(code) -> a monitoring.FastInstructions: record, spec, slow
+ * offsets, after, checks; or () where every instruction goes on), filled
  * by _on_instruction and emptied by monitoring.py (then forget()) whenever
  * the engine's mode or breakpoints change. While the engine only records
  * (`record on`, continuing, no trace), an instruction is recorded here by
@@ -11,20 +12,34 @@
  * and a false one only counts the hit. Both under the engine lock. Everything else, and
  * every listed slow offset (an armed breakpoint while recording, a 3.12
  * resume call site), goes to _on_instruction. A failure goes to _fail.
+ * The return codes are cpython/_capi.h's.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
 #include <stddef.h>
 
+#include "../../cpython/_attributes.h"
+#include "../../cpython/_capi.h"
 #include "_fast_paths.h"
 
-static PyObject *str_detached, *str_instruction;
+/* The fields of a monitoring.FastInstructions, `fast`'s value for a code,
+ * read by index (tests/test_c_boundary_unit.py pins them to its _fields). */
+enum FastInstructionsField {
+    FAST_INSTRUCTIONS_RECORD = 0,
+    FAST_INSTRUCTIONS_SPEC = 1,
+    FAST_INSTRUCTIONS_SLOW = 2,
+    FAST_INSTRUCTIONS_AFTER = 3,
+    FAST_INSTRUCTIONS_CHECKS = 4,
+    FAST_INSTRUCTIONS_FIELDS = 5,
+};
+
+static PyObject *str_detached, *str_instruction;    /* interned, owned for the process */
 
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *fast;         /* id(code) -> (record, spec, slow offsets, after, checks) */
+    PyObject *fast;         /* id(code) -> FastInstructions, or () */
     PyObject *conditions;   /* the engine's Conditions */
     PyObject *lock;         /* threads.ENGINE_LOCK */
     PyObject *sink;         /* the engine: .detached */
@@ -34,8 +49,8 @@ typedef struct {
     /* The entry of `fast` found last, for the code it is of: a code's
      * instructions run in a row, and the look-up by id costs more than the
      * rest of the decision. forget() drops it as `fast` is emptied. */
-    PyObject *last_code;    /* not a reference: only compared */
-    PyObject *last_fast;
+    PyObject *last_code;    /* not a reference (neither owned nor borrowed): only compared */
+    PyObject *last_fast;    /* owned */
 } InstructionFilter;
 
 /* `fast`'s entry for the code (borrowed), or NULL: with an error set on an error */
@@ -44,7 +59,7 @@ fast_entry(InstructionFilter *self, PyObject *code)
 {
     if (code == self->last_code && self->last_fast != NULL)
         return self->last_fast;
-    PyObject *key = PyLong_FromVoidPtr(code);
+    PyObject *key = PyLong_FromVoidPtr(code);     /* owned */
     if (key == NULL)
         return NULL;
     PyObject *fast = PyDict_GetItemWithError(self->fast, key);    /* borrowed */
@@ -56,61 +71,67 @@ fast_entry(InstructionFilter *self, PyObject *code)
     return fast;
 }
 
-/* 1: recorded, 0: the slow path, -1: an error */
-static int
+/* DYNDBG_ANSWERED (recorded, or a false condition's hit counted),
+ * DYNDBG_SLOW_PATH, or DYNDBG_ERROR */
+static dyndbg_decision
 decide(InstructionFilter *self, PyObject *code, PyObject *offset)
 {
-    PyObject *fast = fast_entry(self, code);
+    PyObject *fast = fast_entry(self, code);    /* borrowed */
     if (fast == NULL)
-        return PyErr_Occurred() ? -1 : 0;
-    if (!PyTuple_Check(fast) || PyTuple_GET_SIZE(fast) != 5)
-        return 0;       /* every instruction of this code goes to the engine now */
-    Py_INCREF(fast);
-    int decided = -1;
-    int slow = PySequence_Contains(PyTuple_GET_ITEM(fast, 2), offset);
-    if (slow != 0) {
-        decided = slow < 0 ? -1 : 0;
+        return PyErr_Occurred() ? DYNDBG_ERROR : DYNDBG_SLOW_PATH;
+    if (!PyTuple_Check(fast) || PyTuple_GET_SIZE(fast) != FAST_INSTRUCTIONS_FIELDS)
+        return DYNDBG_SLOW_PATH;    /* every instruction of this code goes to the engine now */
+    Py_INCREF(fast);        /* owned from here */
+    dyndbg_decision decided = DYNDBG_ERROR;
+    dyndbg_truth slow =
+        PySequence_Contains(PyTuple_GET_ITEM(fast, FAST_INSTRUCTIONS_SLOW), offset);
+    if (slow != DYNDBG_FALSE) {
+        decided = slow == DYNDBG_ERROR ? DYNDBG_ERROR : DYNDBG_SLOW_PATH;
         goto done;
     }
-    int detached = attribute_true(self->sink, str_detached);
-    if (detached != 0) {
-        decided = detached < 0 ? -1 : 0;
+    dyndbg_truth detached = dyndbg_attribute_true(self->sink, str_detached);
+    if (detached != DYNDBG_FALSE) {
+        decided = detached == DYNDBG_ERROR ? DYNDBG_ERROR : DYNDBG_SLOW_PATH;
         goto done;
     }
     PyFrameObject *frame = PyEval_GetFrame();   /* borrowed: the frame at the instruction */
     if (frame == NULL) {
-        decided = 0;
+        decided = DYNDBG_SLOW_PATH;
         goto done;
     }
-    PyCodeObject *running = PyFrame_GetCode(frame);
+    PyCodeObject *running = PyFrame_GetCode(frame);     /* owned */
     int same = (PyObject *)running == code;
     Py_DECREF(running);
     if (!same) {
-        decided = 0;
+        decided = DYNDBG_SLOW_PATH;
         goto done;
     }
-    PyObject *record = PyTuple_GET_ITEM(fast, 0);
+    PyObject *record = PyTuple_GET_ITEM(fast, FAST_INSTRUCTIONS_RECORD);     /* borrowed */
     if (record != Py_None) {
-        if (record_instruction(record, (PyObject *)frame, PyTuple_GET_ITEM(fast, 1), self->lock,
-                               PyTuple_GET_ITEM(fast, 3)) < 0)
+        if (dyndbg_record_instruction(record, (PyObject *)frame,
+                                      PyTuple_GET_ITEM(fast, FAST_INSTRUCTIONS_SPEC), self->lock,
+                                      PyTuple_GET_ITEM(fast, FAST_INSTRUCTIONS_AFTER)) < 0)
             goto done;
     }
     else {
         /* Not recording: an armed offset whose condition may be false. */
-        PyObject *check = PyDict_GetItemWithError(PyTuple_GET_ITEM(fast, 4), offset);
+        PyObject *check = PyDict_GetItemWithError(
+            PyTuple_GET_ITEM(fast, FAST_INSTRUCTIONS_CHECKS), offset);     /* borrowed */
         if (check == NULL) {
-            decided = PyErr_Occurred() ? -1 : 0;
+            decided = PyErr_Occurred() ? DYNDBG_ERROR : DYNDBG_SLOW_PATH;
             goto done;
         }
-        Py_INCREF(check);
-        int false_here = condition_is_false(check, frame, self->conditions, self->lock);
+        Py_INCREF(check);       /* owned while the condition runs */
+        dyndbg_decision false_here =
+            dyndbg_condition_is_false(check, frame, self->conditions, self->lock);
         Py_DECREF(check);
-        if (false_here != 1) {
+        if (false_here != DYNDBG_ANSWERED) {
             decided = false_here;
             goto done;
         }
     }
-    decided = count_event(self->events, str_instruction) < 0 ? -1 : 1;
+    decided = dyndbg_count_event(self->events, str_instruction) < 0
+        ? DYNDBG_ERROR : DYNDBG_ANSWERED;
 done:
     Py_DECREF(fast);
     return decided;
@@ -121,11 +142,11 @@ filter_call(InstructionFilter *self, PyObject *const *args, size_t nargsf, PyObj
 {
     if (PyVectorcall_NARGS(nargsf) != 2 || kwnames != NULL)
         return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
-    int decided = decide(self, args[0], args[1]);
-    if (decided == 1)
+    dyndbg_decision decided = decide(self, args[0], args[1]);
+    if (decided == DYNDBG_ANSWERED)
         Py_RETURN_NONE;
-    if (decided < 0)
-        return hand_failure(self->fail);
+    if (decided == DYNDBG_ERROR)
+        return dyndbg_hand_failure(self->fail);
     return PyObject_Vectorcall(self->slow, args, 2, NULL);
 }
 
@@ -166,7 +187,7 @@ filter_dealloc(InstructionFilter *self)
 }
 
 static PyObject *
-filter_forget(InstructionFilter *self, PyObject *unused)
+filter_forget(InstructionFilter *self, PyObject *Py_UNUSED(unused))
 {
     self->last_code = NULL;
     Py_CLEAR(self->last_fast);
@@ -194,13 +215,13 @@ static PyTypeObject InstructionFilterType = {
 };
 
 static PyObject *
-instruction_filter(PyObject *module, PyObject *args)
+instruction_filter(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *fast, *conditions, *lock, *sink, *events, *fail, *slow;
+    PyObject *fast, *conditions, *lock, *sink, *events, *fail, *slow;     /* borrowed */
     if (!PyArg_ParseTuple(args, "O!OOOO!OO", &PyDict_Type, &fast, &conditions, &lock, &sink,
                           &PyDict_Type, &events, &fail, &slow))
         return NULL;
-    InstructionFilter *self = PyObject_GC_New(InstructionFilter, &InstructionFilterType);
+    InstructionFilter *self = PyObject_GC_New(InstructionFilter, &InstructionFilterType);  /* owned */
     if (self == NULL)
         return NULL;
     self->vectorcall = (vectorcallfunc)filter_call;
@@ -224,17 +245,18 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "dyndbg.engine.tracing._monitoring",
-    "dyndbg's compiled INSTRUCTION callback for sys.monitoring (see monitoring.py).", -1,
-    methods,
+    .m_base = PyModuleDef_HEAD_INIT,
+    .m_name = "dyndbg.engine.tracing._monitoring",
+    .m_doc = "dyndbg's compiled INSTRUCTION callback for sys.monitoring (see monitoring.py).",
+    .m_size = -1,
+    .m_methods = methods,
 };
 
 PyMODINIT_FUNC
 PyInit__monitoring(void)
 {
-    str_detached = PyUnicode_InternFromString("detached");
-    str_instruction = PyUnicode_InternFromString("instruction");
-    if (str_detached == NULL || str_instruction == NULL || recording_init() < 0 ||
+    if (dyndbg_intern(&str_detached, "detached") < 0 ||
+        dyndbg_intern(&str_instruction, "instruction") < 0 || dyndbg_fast_paths_init() < 0 ||
         PyType_Ready(&InstructionFilterType) < 0)
         return NULL;
     return PyModule_Create(&module);

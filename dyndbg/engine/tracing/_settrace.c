@@ -36,55 +36,62 @@
  * filter is cleared and the event goes to the Python function, which
  * catches everything.
  *
- * _settrace_starts.h holds the first three, _settrace_frames.h the others;
- * each filter's constructor is a module function (its arguments checked).
+ * Each filter is a translation unit of its own (_filters.h lists them);
+ * their constructors are this module's functions (their arguments checked).
+ * The FrameBook (_framebook.c) keeps the traced frames; _interned.c the
+ * names they read; _fast_paths.c what they share with _monitoring.c.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include "_framebook.h"
 #include "_fast_paths.h"
-#include "_settrace_starts.h"    /* and, through it, _settrace_frames.h */
+#include "_filters.h"
+#include "_framebook.h"
+#include "_interned.h"
 
 static PyMethodDef methods[] = {
-    {"frame_book", frame_book, METH_VARARGS, "frame_book(active, thread, keyed, hooks, lock)"},
-    {"code_filter", code_filter, METH_VARARGS,
+    {"frame_book", dyndbg_frame_book, METH_VARARGS,
+     "frame_book(active, thread, keyed, hooks, lock)"},
+    {"code_filter", dyndbg_code_filter, METH_VARARGS,
      "code_filter(generated, starts, hooks, policy, engine, thread, sys.settrace, trace, "
      "_code_callback)"},
-    {"callee_filter", callee_filter, METH_O, "callee_filter(_callee_trace)"},
-    {"call_filter", call_filter, METH_VARARGS,
+    {"callee_filter", dyndbg_callee_filter, METH_O, "callee_filter(_callee_trace)"},
+    {"call_filter", dyndbg_call_filter, METH_VARARGS,
      "call_filter(generated, prefixes, hooks, policy, _global_trace, callee_filter, starts, "
      "engine, events, frame_book)"},
-    {"line_filter", line_filter, METH_VARARGS,
+    {"line_filter", dyndbg_line_filter, METH_VARARGS,
      "line_filter(offsets, hot_lines, line_of, all_opcodes, done_from, checks, conditions, "
      "lock, engine, frame_book, events, line_tracer)"},
-    {"return_filter", return_filter, METH_VARARGS,
+    {"return_filter", dyndbg_return_filter, METH_VARARGS,
      "return_filter(frame_book, policy, engine, events, on_idle, _local_trace)"},
-    {"record_filter", record_filter, METH_VARARGS,
+    {"record_filter", dyndbg_record_filter, METH_VARARGS,
      "record_filter(record, spec, armed, lock, engine, events, after_record, _fail, "
      "_local_trace)"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "dyndbg.engine.tracing._settrace",
-    "dyndbg's compiled trace functions for sys.settrace (see settrace.py).", -1, methods,
+    .m_base = PyModuleDef_HEAD_INIT,
+    .m_name = "dyndbg.engine.tracing._settrace",
+    .m_doc = "dyndbg's compiled trace functions for sys.settrace (see settrace.py).",
+    .m_size = -1,
+    .m_methods = methods,
 };
 
 PyMODINIT_FUNC
 PyInit__settrace(void)
 {
-    if (filter_names_init() < 0 || recording_init() < 0 || framebook_init() < 0)
+    if (dyndbg_interned_init() < 0 || dyndbg_fast_paths_init() < 0)
         return NULL;
-    if (PyType_Ready(&CodeFilterType) < 0 || PyType_Ready(&CalleeFilterType) < 0 ||
-        PyType_Ready(&CallFilterType) < 0 || PyType_Ready(&LineFilterType) < 0 ||
-        PyType_Ready(&ReturnFilterType) < 0 || PyType_Ready(&RecordFilterType) < 0 ||
-        PyType_Ready(&FrameBookType) < 0)
+    if (PyType_Ready(&DyndbgCodeFilter_Type) < 0 || PyType_Ready(&DyndbgCalleeFilter_Type) < 0 ||
+        PyType_Ready(&DyndbgCallFilter_Type) < 0 || PyType_Ready(&DyndbgLineFilter_Type) < 0 ||
+        PyType_Ready(&DyndbgReturnFilter_Type) < 0 || PyType_Ready(&DyndbgRecordFilter_Type) < 0 ||
+        PyType_Ready(&DyndbgFrameBook_Type) < 0)
         return NULL;
-    PyObject *m = PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);     /* owned */
     if (m != NULL &&
-        (PyModule_AddObjectRef(m, "RecordFilterType", (PyObject *)&RecordFilterType) < 0 ||
-         PyModule_AddObjectRef(m, "LineFilterType", (PyObject *)&LineFilterType) < 0))
+        (PyModule_AddObjectRef(m, "RecordFilterType", (PyObject *)&DyndbgRecordFilter_Type) < 0 ||
+         PyModule_AddObjectRef(m, "LineFilterType", (PyObject *)&DyndbgLineFilter_Type) < 0))
         Py_CLEAR(m);
     return m;
 }
