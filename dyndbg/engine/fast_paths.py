@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, NamedTuple
 from dyndbg.engine.breakpoints import BreakpointTable, ConditionCheck
 from dyndbg.engine.codeinfo import CodeInfo
 from dyndbg.engine.conditions import Conditions
-from dyndbg.engine.recording.history import History
+from dyndbg.engine.recording.history import History, RecordSpec
 from dyndbg.engine.policy import TracePolicy
 from dyndbg.faults import FAULTS_ON
 
@@ -32,10 +32,28 @@ class FastRecord(NamedTuple):
     """FastPaths.record: recording one code's instructions in the
     mechanism, without the engine (the compiled core)."""
 
-    record: Callable[[types.FrameType, object], int]   # History's compiled record(frame, spec)
-    spec: object                                        # its spec for the code
+    record: Callable[[types.FrameType, RecordSpec], int]   # History's compiled record(frame, spec)
+    spec: RecordSpec                                        # its spec for the code
     armed: Mapping[int, object]                         # offsets that go to on_instruction
     after: Callable[[int], None]                        # History.after_record(result)
+
+
+class FastInstructions(NamedTuple):
+    """What the compiled INSTRUCTION callback of sys.monitoring needs for one
+    code (monitoring.py's `fast`; engine/tracing/_monitoring.c reads it by
+    index): while the engine only records, the recording (record, spec,
+    after); while it does not, the condition checks. The `slow` offsets go
+    to the engine."""
+
+    record: Callable[[types.FrameType, RecordSpec], int] | None   # as FastRecord's
+    spec: RecordSpec | None
+    slow: frozenset[int]
+    after: Callable[[int], None] | None
+    checks: Mapping[int, ConditionCheck]
+
+
+# `fast`'s entry for a code whose every instruction goes to the engine
+EVERY_INSTRUCTION: tuple[()] = ()
 
 
 class FastPaths:

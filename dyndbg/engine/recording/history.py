@@ -12,7 +12,7 @@ import collections
 import enum
 import operator
 import types
-from typing import Iterator, NamedTuple
+from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 from dyndbg import cores
 from dyndbg.cpython import (NULL, StackUnavailable, event_depths, instruction_start,
@@ -21,8 +21,11 @@ from dyndbg.cpython.opcodes import KEEPS_VALUES_OPNAMES
 from dyndbg.dynamo import GeneratedCode
 from dyndbg.engine.codeinfo import CodeInfo, Instr
 from dyndbg.dynamo.tensor_copy import PLAIN_TENSOR_TYPES
-from dyndbg.engine.recording.recorded_values import (AS_IS, CONTAINER_DEPTH, CONTAINER_ITEMS, TOKEN_CHECKS,
-                                           VOLATILE, Limits, ValueKeeper, _Copy, _Items)
+from dyndbg.engine.recording.recorded_values import (AS_IS, CONTAINER_BOUNDS, TOKEN_CHECKS,
+                                                     VOLATILE, Limits, ValueKeeper, _Copy, _Items)
+
+if TYPE_CHECKING:
+    from dyndbg.engine.recording._history import Recorder
 
 DEFAULT_SIZE = 300_000               # records
 DEFAULT_COPY_LIMIT = 65_536          # elements of a tensor copied
@@ -30,7 +33,8 @@ DEFAULT_MEMORY = 512 * 1024 * 1024   # bytes of tensor copies
 
 
 class Record(NamedTuple):
-    """One instruction, as the stop display would have shown it before it ran."""
+    """One instruction, as the stop display would have shown it before it ran
+    (engine/recording/_record.c builds it by index)."""
 
     seq: int                   # its place in the timeline (never reused)
     frame_id: int              # id() of the frame (a frame's records share it)
@@ -66,7 +70,7 @@ class RecordInfo(NamedTuple):
 
 
 class RecordResult(enum.Enum):
-    """What record() did (engine/recording/_history.c returns the same values)."""
+    """What record() did (engine/recording/_record.c returns the same values)."""
 
     RECORDED = 0
     CHECK_BOUNDS = 1         # recorded; a bound may be passed (the compiled core: is)
@@ -80,8 +84,9 @@ _UNREADABLE = RecordResult.UNREADABLE.value
 _NOT_AN_INSTRUCTION = RecordResult.NOT_AN_INSTRUCTION.value
 
 
-class _Spec(NamedTuple):
-    """What recording needs of a code object, computed once (entry.extra)."""
+class RecordSpec(NamedTuple):
+    """What recording needs of a code object, computed once (entry.extra):
+    record()'s spec (engine/recording/_record.c reads it by index)."""
 
     entry: GeneratedCode
     instructions: dict[int, Instr]      # by offset
@@ -90,9 +95,9 @@ class _Spec(NamedTuple):
     depths: dict[int, int] | None       # for the compiled reader (cpython.event_depths)
 
 
-def _spec(entry: GeneratedCode, info: CodeInfo) -> _Spec:
+def _spec(entry: GeneratedCode, info: CodeInfo) -> RecordSpec:
     names, celled = slot_names_of(entry)
-    return _Spec(entry, {instr.offset: instr for instr in info.instructions}, len(names),
+    return RecordSpec(entry, {instr.offset: instr for instr in info.instructions}, len(names),
                  tuple(sorted(celled)), event_depths(entry.code))
 
 
@@ -139,11 +144,11 @@ class History:
         compiled = cores.history()
         # The compiled record reads and sets a track's fields directly.
         self._track_type = _Track if compiled is None else compiled.Track
-        self._recorder = None if compiled is None else compiled.Recorder(
+        self._recorder: Recorder | None = None if compiled is None else compiled.Recorder(
             self, self._records, self.tracks, self._new_track, self._keeper.keep, Record,
             KEEPS_VALUES_OPNAMES, NULL, StackUnavailable, _Copy, VOLATILE, AS_IS,
             self._keeper.copies_by_id, frozenset(PLAIN_TENSOR_TYPES), _Items,
-            (CONTAINER_ITEMS, CONTAINER_DEPTH))
+            CONTAINER_BOUNDS)
         self.resize(DEFAULT_SIZE)     # size and what follows from it, the recorder's too
 
     # -- settings -------------------------------------------------------------------
@@ -183,7 +188,7 @@ class History:
             self.after_record(result)
 
     @staticmethod
-    def spec(entry: GeneratedCode, info: CodeInfo) -> _Spec:
+    def spec(entry: GeneratedCode, info: CodeInfo) -> RecordSpec:
         """What recording needs of the entry's code (computed once)."""
         spec = entry.extra.get("record_spec")
         if spec is None:
@@ -209,8 +214,8 @@ class History:
         elif result == _UNREADABLE:
             self.unreadable += 1
 
-    def _record(self, frame: types.FrameType, spec: _Spec) -> int:
-        """The pure-Python core's record (engine/recording/_history.c does these steps in C)."""
+    def _record(self, frame: types.FrameType, spec: RecordSpec) -> int:
+        """The pure-Python core's record (engine/recording/_record.c does these steps in C)."""
         entry, instructions, count, celled, _ = spec
         instr = instructions.get(frame.f_lasti)
         if instr is None:

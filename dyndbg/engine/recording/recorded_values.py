@@ -28,6 +28,30 @@ CONTAINER_ITEMS = 64     # larger containers are summarized
 CONTAINER_DEPTH = 3
 
 
+class ContainerBounds(NamedTuple):
+    """The lists and tuples the compiled keeper keeps itself (the Recorder's
+    container_bounds; engine/recording/_recorder.h reads it by index)."""
+
+    items: int      # at most this many items
+    depth: int      # nested less deep than this
+
+
+CONTAINER_BOUNDS = ContainerBounds(CONTAINER_ITEMS, CONTAINER_DEPTH)
+
+
+class Kept(NamedTuple):
+    """What ValueKeeper.keep returns (engine/recording/_keep_value.c reads it,
+    and the compiled Recorder.keep builds it, by index)."""
+
+    value: object       # what is kept of the value
+    token: object       # None when it cannot change, a _Copy, an _Items, a _Seen or VOLATILE
+
+
+# tuple.__new__: a NamedTuple's own constructor is a Python function, slower
+# (keep() runs for every new value a record keeps).
+_new_kept = tuple.__new__
+
+
 def _cell_text(cell: types.CellType) -> str:
     """A cell's repr (CPython's text), which names no user code."""
     try:
@@ -206,57 +230,61 @@ class ValueKeeper:
                 kept.append(kept_value)
                 tokens.append(token)
 
-    def keep(self, value: object, seq: int, depth: int = 0) -> tuple[object, object]:
-        """(what is kept of `value`, its token: None when it cannot change,
-        the _Copy of a tensor, VOLATILE for a container)."""
+    def keep(self, value: object, seq: int, depth: int = 0) -> Kept:
+        """What is kept of `value`, and its token: None when it cannot change,
+        the _Copy of a tensor, VOLATILE for a container."""
         kind = type(value)
         if kind in AS_IS:
-            return value, None
+            return _new_kept(Kept, (value, None))
         if kind is slice and {type(value.start), type(value.stop),  # type: ignore[attr-defined]  # kind is slice
                               type(value.step)} <= AS_IS:  # type: ignore[attr-defined]  # kind is slice
-            return value, None           # immutable all the way down, as such a tuple
+            return _new_kept(Kept, (value, None))  # immutable all the way down, as such a tuple
         if kind in PLAIN_TENSOR_TYPES:
             return self._tensor(value, seq)  # type: ignore[arg-type]  # a plain tensor
         if kind in (tuple, list, set, frozenset, dict):
             return self._container(value, seq, depth)
         if kind is types.CellType:     # a closure's variable: its contents then
-            return Summary("cell", _cell_text(value)), VOLATILE  # type: ignore[arg-type]  # kind is CellType
+            return _new_kept(Kept, (Summary("cell", _cell_text(value)), VOLATILE))  # type: ignore[arg-type]  # kind is CellType
         if isinstance(value, type):
-            return value, None           # a class with a metaclass
+            return _new_kept(Kept, (value, None))  # a class with a metaclass
         if isinstance(value, Tensor):
-            return Summary(kind.__name__,
-                           f"{describe(value)} (a tensor subclass: not copied)"), VOLATILE
+            return _new_kept(Kept, (Summary(kind.__name__, f"{describe(value)} (a tensor "
+                                                           "subclass: not copied)"), VOLATILE))
         module = describe_module(value)
         if module is not None:
-            return Summary(kind.__name__, module), None    # its structure, not its values
+            # its structure, not its values
+            return _new_kept(Kept, (Summary(kind.__name__, module), None))
         # object.__repr__'s text: what a class without a __repr__ of its own shows.
-        return Summary(kind.__name__, f"<{kind.__module__}.{kind.__qualname__} object at "
-                                      f"{id(value):#x}>"), None
+        return _new_kept(Kept, (Summary(kind.__name__, f"<{kind.__module__}.{kind.__qualname__} "
+                                                       f"object at {id(value):#x}>"), None))
 
-    def _tensor(self, tensor: Tensor, seq: int) -> tuple[object, object]:
+    def _tensor(self, tensor: Tensor, seq: int) -> Kept:
         known = self._copies.get(id(tensor))
         if known is not None and known.ref() is tensor and known.version is not None \
                 and known.version == version(tensor):
             known.last = seq
-            return known.tensor, known
+            return _new_kept(Kept, (known.tensor, known))
         if tensor.numel() > self.limits.copy_elements or \
                 nbytes(tensor) > self.limits.memory_bytes // 16:
-            return Summary(type(tensor).__name__, f"{describe(tensor)} (not copied: "
-                           f"{tensor.numel()} elements > record-copy-limit)"), _Seen(tensor)
+            return _new_kept(Kept, (Summary(type(tensor).__name__,
+                                            f"{describe(tensor)} (not copied: {tensor.numel()} "
+                                            "elements > record-copy-limit)"), _Seen(tensor)))
         copy = copy_tensor(tensor)
         if copy is None:
-            return Summary(type(tensor).__name__, f"{describe(tensor)} (not copied)"), VOLATILE
+            return _new_kept(Kept, (Summary(type(tensor).__name__,
+                                            f"{describe(tensor)} (not copied)"), VOLATILE))
         if known is not None:
             self._replaced.append(known)
         kept = self._copies[id(tensor)] = _Copy(tensor, copy, seq)
         self.bytes += kept.nbytes
-        return copy, kept
+        return _new_kept(Kept, (copy, kept))
 
-    def _container(self, value, seq: int, depth: int) -> tuple[object, object]:
+    def _container(self, value, seq: int, depth: int) -> Kept:
         """A new container of kept items; a tuple of immutables as it is."""
         kind = type(value)
         if len(value) > CONTAINER_ITEMS or depth >= CONTAINER_DEPTH:
-            return Summary(kind.__name__, f"<{kind.__name__} of {len(value)} items>"), VOLATILE
+            return _new_kept(Kept, (Summary(kind.__name__, f"<{kind.__name__} of {len(value)} items>"),
+                                    VOLATILE))
         items = _items(value)
         kept_items, tokens = [], []
         for item in items:
@@ -264,7 +292,7 @@ class ValueKeeper:
             kept_items.append(kept_item)
             tokens.append(token)
         if kind is tuple and not any(tokens) and all(map(operator.is_, kept_items, items)):
-            return value, None           # immutable all the way down
+            return _new_kept(Kept, (value, None))  # immutable all the way down
         if kind is dict:
             kept = dict(zip(kept_items[::2], kept_items[1::2]))
         else:
@@ -273,7 +301,7 @@ class ValueKeeper:
         # A set's order is not its items' order: checked anew each time.
         stable = kind is not set and kind is not frozenset and \
             all(token is not VOLATILE for token in tokens)
-        return kept, (_Items(items, tokens) if stable else VOLATILE)
+        return _new_kept(Kept, (kept, _Items(items, tokens) if stable else VOLATILE))
 
     def sweep(self, oldest: int) -> None:
         """Forget the copies no record from seq `oldest` on holds."""

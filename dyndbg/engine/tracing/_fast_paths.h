@@ -36,7 +36,7 @@ enum OutcomeField {
 
 /* History.record's result: history.RecordResult's values (pinned likewise).
  * A result other than RECORDED goes to History.after_record. */
-enum { RECORD_RESULT_RECORDED = 0 };
+enum RecordResult { RECORD_RESULT_RECORDED = 0 };
 
 /* The attribute and method names read here, interned once (the module's init). */
 DYNDBG_HIDDEN dyndbg_status dyndbg_fast_paths_init(void);

@@ -2,7 +2,7 @@
  * (monitoring.py, Python 3.12+).
  *
  * A filter in front of MonitoringTracer._on_instruction for the codes listed
- * in `fast` (id(code) -> a monitoring.FastInstructions: record, spec, slow
+ * in `fast` (id(code) -> a fast_paths.FastInstructions: record, spec, slow
  * offsets, after, checks; or () where every instruction goes on), filled
  * by _on_instruction and emptied by monitoring.py (then forget()) whenever
  * the engine's mode or breakpoints change. While the engine only records
@@ -23,7 +23,7 @@
 #include "../../cpython/_capi.h"
 #include "_fast_paths.h"
 
-/* The fields of a monitoring.FastInstructions, `fast`'s value for a code,
+/* The fields of a fast_paths.FastInstructions, `fast`'s value for a code,
  * read by index (tests/test_c_boundary_unit.py pins them to its _fields). */
 enum FastInstructionsField {
     FAST_INSTRUCTIONS_RECORD = 0,

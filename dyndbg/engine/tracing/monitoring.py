@@ -30,17 +30,21 @@ import collections
 import dis
 import sys
 import types
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from dyndbg import cores
 from dyndbg.cpython import is_return
 from dyndbg.cpython.tracing import CALL_EVENT_MISSES_FUNCTION_EX
 from dyndbg.dynamo import GeneratedCode
 from dyndbg.engine.exceptions import PASSES_THROUGH
+from dyndbg.engine.fast_paths import EVERY_INSTRUCTION, FastInstructions
 from dyndbg.engine.modes import CodeNeeds, TraceLevel
 from dyndbg.engine.tracing.resume_calls import ResumeCalls
 from dyndbg.engine.threads import ENGINE_LOCK, in_main_thread
 from dyndbg.engine.tracing.tracer import EventSink
+
+if TYPE_CHECKING:
+    from dyndbg.engine.tracing._monitoring import InstructionFilter
 
 _M = sys.monitoring
 _E = _M.events
@@ -85,11 +89,12 @@ class MonitoringTracer:
         # here (filled by _on_instruction, emptied by retrace), id(code) ->
         # _fast_entry(code).
         self._compiled = cores.monitoring()
-        self._fast: dict[int, tuple] = {}
-        on_instruction = self._on_instruction if self._compiled is None else \
-            self._compiled.instruction_filter(self._fast, sink.conditions, ENGINE_LOCK, sink,
-                                              self.events, self._fail, self._on_instruction)
-        self._on_instruction_filter = on_instruction
+        self._fast: dict[int, FastInstructions | tuple[()]] = {}
+        self._on_instruction_filter: InstructionFilter | None = None if self._compiled is None \
+            else self._compiled.instruction_filter(self._fast, sink.conditions, ENGINE_LOCK, sink,
+                                                   self.events, self._fail, self._on_instruction)
+        on_instruction: Callable[[types.CodeType, int], object] = \
+            self._on_instruction_filter or self._on_instruction
         self._callbacks = ((_E.INSTRUCTION, on_instruction), (_E.PY_START, self._on_start),
                            (_E.PY_RETURN, self._on_return), (_E.CALL, self._on_call),
                            (_E.RAISE, self._on_raise), (_E.PY_UNWIND, self._on_unwind))
@@ -147,9 +152,9 @@ class MonitoringTracer:
         if not self._started:
             return
         self._fast.clear()   # the mode or the breakpoints changed: asked again
-        if self._compiled is not None:
+        if self._on_instruction_filter is not None:
             # The compiled filter: the entry it found last, too.
-            self._on_instruction_filter.forget()  # type: ignore[union-attr]  # the compiled filter
+            self._on_instruction_filter.forget()
         policy = (self.policy.stepping, self.policy.version)
         if policy == self._policy and not self._disabled:
             return
@@ -276,25 +281,26 @@ class MonitoringTracer:
             return DISABLE  # one look per call site, as at a CALL event
         return None
 
-    def _fast_entry(self, code: types.CodeType) -> tuple:
+    def _fast_entry(self, code: types.CodeType) -> FastInstructions | tuple[()]:
         """What the compiled callback needs for `code` (engine/tracing/_monitoring.c):
-        (record, spec, slow offsets, after, {}) while the engine only records
-        (engine.fast_paths.record), (None, None, slow offsets, None, condition
-        checks) while it does not step, or () where the engine sees every
-        instruction. Slow offsets go to _on_instruction."""
+        the recording and no checks while the engine only records
+        (engine.fast_paths.record), the condition checks while it does not
+        step, or EVERY_INSTRUCTION where the engine sees every instruction."""
         entry, known = self._generated.get(id(code)), self._traced.get(id(code))
         if entry is None or known is None:
-            return ()
+            return EVERY_INSTRUCTION
         slow = known.armed
         if CALL_EVENT_MISSES_FUNCTION_EX and known.needs.resume_calls:
             slow |= frozenset(self._resume_calls.function_ex_calls(code))
         fast = self.sink.fast_paths.record(entry)
         if fast is not None:
-            return (fast.record, fast.spec, slow | frozenset(fast.armed), fast.after, {})
+            return FastInstructions(fast.record, fast.spec, slow | frozenset(fast.armed),
+                                    fast.after, {})
         if self.policy.stepping:
-            return ()
+            return EVERY_INSTRUCTION
         checks = self.sink.fast_paths.condition_checks(entry)
-        return (None, None, slow - checks.keys() | known.watched_calls, None, checks)
+        return FastInstructions(None, None, slow - checks.keys() | known.watched_calls, None,
+                                checks)
 
     def _before_function_ex(self, code: types.CodeType, offset: int,
                             frame: types.FrameType) -> None:

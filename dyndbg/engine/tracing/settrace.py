@@ -17,7 +17,7 @@ how many traced frames run are the thread's own (`_ThreadState`). Without
 the callback, threading.settrace gives the global trace to the threads
 started after dyndbg (threads already running are not reached on 3.11).
 Events reach the engine under threads.ENGINE_LOCK. With the compiled core,
-its filters (settrace_filters.py) answer in front of these trace functions
+its filters (compiled_filters.py) answer in front of these trace functions
 the events that need nothing of the engine.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ from dyndbg.dynamo.registry import RESUME_PREFIXES
 from dyndbg.engine.breakpoints import ArmingPlan
 from dyndbg.engine.exceptions import PASSES_THROUGH
 from dyndbg.engine.modes import TraceLevel
-from dyndbg.engine.tracing.settrace_filters import CompiledFilters, PythonTraces
+from dyndbg.engine.tracing.compiled_filters import CompiledFilters, FrameStart, PythonTraces
 from dyndbg.engine.threads import ENGINE_LOCK, in_main_thread
 from dyndbg.engine.tracing.tracer import EventSink
 from dyndbg.faults import FAULTS_ON
@@ -66,9 +66,9 @@ class SettraceTracer:
         self._tracers: dict[int, tuple] = {}           # id(code) -> (ArmingPlan, line tracer)
         self._cache_version: object = None             # the policy's version of both
         self._line_tracer_shielded = False
-        # id(code) -> (policy version, the trace function its frames get): the
-        # frame starts the compiled core makes by itself (CompiledFilters.leave_starts).
-        self._starts: dict[int, tuple[object, object]] = {}
+        # id(code) -> how its frames start: the frame starts the compiled core
+        # makes by itself (CompiledFilters.leave_starts).
+        self._starts: dict[int, FrameStart] = {}
         # What sys.settrace installs: the compiled core's filters in front of
         # the trace functions below, or _global_trace itself (cores.py).
         compiled = cores.settrace()

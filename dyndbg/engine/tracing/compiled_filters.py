@@ -15,7 +15,7 @@ import collections
 import sys
 import threading
 import types
-from typing import Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from dyndbg.dynamo import GeneratedCode
 from dyndbg.dynamo.registry import RESUME_PREFIXES
@@ -23,6 +23,9 @@ from dyndbg.engine.breakpoints import ArmingPlan
 from dyndbg.engine.modes import TraceLevel
 from dyndbg.engine.threads import ENGINE_LOCK
 from dyndbg.engine.tracing.tracer import EventSink
+
+if TYPE_CHECKING:
+    from dyndbg.engine.tracing._settrace import FrameBook, ReturnFilter
 
 TraceFunction = Callable[[types.FrameType, str, object], object]
 
@@ -36,10 +39,19 @@ class PythonTraces(NamedTuple):
     fail: Callable[[BaseException], None]
 
 
+class FrameStart(NamedTuple):
+    """How the call filter starts a frame of one code by itself (the tracer's
+    `starts`, id(code) -> FrameStart; engine/tracing/_starts.c and
+    _call_filter.c read it by index)."""
+
+    version: object             # the policy's version it holds for
+    trace: TraceFunction        # the frame's trace function: a line filter, or the return filter
+
+
 class CompiledFilters:
     def __init__(self, compiled: types.ModuleType, sink: EventSink,
                  active: list[types.FrameType], thread: threading.local,
-                 events: collections.Counter[str], starts: dict[int, tuple[object, object]],
+                 events: collections.Counter[str], starts: dict[int, FrameStart],
                  python: PythonTraces) -> None:
         self._compiled = compiled
         self._sink = sink
@@ -47,13 +59,13 @@ class CompiledFilters:
         self._events = events
         self._starts = starts
         self._python = python
-        self.book = compiled.frame_book(active, thread, sink.frame_keyed, sink.hooks, ENGINE_LOCK)
+        self.book: FrameBook = compiled.frame_book(active, thread, sink.frame_keyed, sink.hooks, ENGINE_LOCK)
         # What sys.settrace installs: the call filter in front of the global trace.
         self.installed_trace = compiled.call_filter(
             sink.registry.by_id, RESUME_PREFIXES, sink.hooks, sink.policy, python.global_trace,
             compiled.callee_filter(python.callee_trace), starts, sink, events, self.book)
         # A frame traced for its calls: its return while continuing is booked in C.
-        self.return_filter = compiled.return_filter(
+        self.return_filter: ReturnFilter = compiled.return_filter(
             self.book, sink.policy, sink, events, sink.on_idle, python.local_trace)
 
     def put_in_front_of_callback(self) -> None:
@@ -102,10 +114,10 @@ class CompiledFilters:
         the engine's start only forgets: armed by a line filter (ARMED depends
         on the code alone), or traced for its calls under --post-mortem
         (CALLS then, whatever the frame)."""
-        sink = self._sink
+        sink, trace = self._sink, frame.f_trace
         same_for_all = (level is TraceLevel.ARMED and
-                        type(frame.f_trace) is self._compiled.LineFilterType) or \
+                        type(trace) is self._compiled.LineFilterType) or \
             (level is TraceLevel.CALLS and sink.policy.failed_calls and
-             frame.f_trace is self.return_filter)
-        if same_for_all and sink.start_only_forgets(entry):
-            self._starts[id(entry.code)] = (sink.policy.version, frame.f_trace)
+             trace is self.return_filter)
+        if same_for_all and trace is not None and sink.start_only_forgets(entry):
+            self._starts[id(entry.code)] = FrameStart(sink.policy.version, trace)
