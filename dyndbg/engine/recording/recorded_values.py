@@ -164,7 +164,7 @@ def slot_sources(values: list, previous: list, tokens: list, settled: bool,
     A slot holding the same object as before is unchanged if `settled` (the
     instruction in between changed no object in place), if its token is None
     (immutable) or if its token holds (then `last = seq`).
-    engine/recording/_history.c does this in C."""
+    engine/recording/_keep_all.c does this in C."""
     known = len(previous)
     sources: list[int] = []
     where: dict[int, int] | None = None
