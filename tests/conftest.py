@@ -1,10 +1,23 @@
 """pytest's fixtures and hooks for the suite; what tests share is in harness.py."""
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
+
 import pytest
 
-from harness import (CORE_BUILT, GRAPH_BREAK_LISTINGS, SAMPLES, GraphBreakCode, Run,
+from harness import (CORE_BUILT, GRAPH_BREAK_LISTINGS, PLAIN_RUNS, SAMPLES, GraphBreakCode, Run,
                      graph_break_code_of, run_dyndbg)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One folder for the session's plain runs (harness.run_plain), made by
+    the controlling process before the xdist workers start, which inherit it."""
+    if not hasattr(config, "workerinput") and PLAIN_RUNS not in os.environ:
+        os.environ[PLAIN_RUNS] = tempfile.mkdtemp(prefix="dyndbg-plain-runs-")
+        atexit.register(shutil.rmtree, os.environ[PLAIN_RUNS], True)
 
 
 @pytest.fixture(scope="session")

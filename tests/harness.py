@@ -4,6 +4,8 @@ this module; conftest.py holds only pytest's fixtures and hooks."""
 from __future__ import annotations
 
 import atexit
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -98,10 +100,35 @@ def child_env(home: Path | None = None, extra: dict[str, str | None] | None = No
     return env
 
 
+# Where plain runs are kept for the whole session, shared by the xdist
+# workers (conftest.py sets it): the same program run plainly again gives
+# what it gave, so it is run once.
+PLAIN_RUNS = "DYNDBG_TEST_PLAIN_RUNS"
+# What the tests vary that a program which never imports dyndbg cannot see.
+_UNSEEN = ("PYTEST_CURRENT_TEST", "DYNDBG_CORE", "DYNDBG_TRACER")
+
+
 def run_plain(script: Path | str, *args: str, cwd: Path = ROOT) -> Run:
+    """`python script args...`, run once per session for the same program,
+    arguments, directory and environment (a program that names dyndbg keeps
+    the core and tracer in its key)."""
+    env = child_env()
+    source = Path(cwd, script).read_bytes()
+    seen = {k: v for k, v in env.items()
+            if not (k in _UNSEEN and (k == "PYTEST_CURRENT_TEST" or b"dyndbg" not in source))}
+    key = hashlib.sha256(json.dumps([str(script), args, str(cwd), sorted(seen.items()),
+                                     source.hex()]).encode()).hexdigest()
+    kept = Path(os.environ[PLAIN_RUNS], key + ".json") if os.environ.get(PLAIN_RUNS) else None
+    if kept is not None and kept.exists():
+        return Run(*json.loads(kept.read_text()))
     proc = subprocess.run([sys.executable, str(script), *args], capture_output=True,
-                          text=True, cwd=cwd, env=child_env(), timeout=TIMEOUT)
-    return Run(proc.stdout, proc.stderr, proc.returncode, "")
+                          text=True, cwd=cwd, env=env, timeout=TIMEOUT)
+    run = Run(proc.stdout, proc.stderr, proc.returncode, "")
+    if kept is not None:
+        fresh = kept.with_suffix(f".{os.getpid()}")
+        fresh.write_text(json.dumps([run.stdout, run.stderr, run.returncode, ""]))
+        fresh.replace(kept)      # whole, whichever worker writes it last
+    return run
 
 
 def run_dyndbg(target: list[str] | Path | str, commands: str | list[str] = "",
