@@ -6,6 +6,7 @@ name. Read from the C sources, so that it holds without a compiler too; and
 no C source reads or fills a tuple at a bare number."""
 from __future__ import annotations
 
+import ast
 import enum
 import re
 from pathlib import Path
@@ -107,3 +108,43 @@ def test_no_c_source_reads_or_fills_a_tuple_at_a_bare_number() -> None:
     found = [f"{path.relative_to(PACKAGE)}: {match.group(0)}" for path in C_SOURCES
              for match in bare.finditer(path.read_text())]
     assert not found, found
+
+
+# Names C looks up that Python itself or a library defines, not dyndbg: the
+# trace functions' event names, frame attributes, a lock's and a deque's
+# methods, Tensor._version, the instruction's opname.
+OUTSIDE_DYNDBG = {"call", "line", "opcode", "exception", "return", "f_trace", "f_trace_lines",
+                  "f_trace_opcodes", "acquire", "release", "append", "popleft", "_version",
+                  "opname"}
+
+
+def _defined_names() -> set[str]:
+    """Every attribute, method, class and field name dyndbg's Python defines:
+    `x.name = ...` (and augmented, annotated), a class body's names, `def name`;
+    and every string key it stores (`events["instruction"] += 1`)."""
+    names: set[str] = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and \
+                    isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+                names.add(node.slice.value)        # a key counted: events["instruction"] += 1
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+                if isinstance(node, ast.ClassDef):
+                    for item in node.body:
+                        targets = item.targets if isinstance(item, ast.Assign) else \
+                            [item.target] if isinstance(item, ast.AnnAssign) else []
+                        names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+def test_each_attribute_name_c_reads_is_defined_in_dyndbgs_python() -> None:
+    """C reads Python state by name (interned once): a name Python renames
+    must not leave C reading an attribute nobody sets any more."""
+    interned = {name for path in C_SOURCES
+                for name in re.findall(r'dyndbg_intern\(\s*&[\w>.-]+\s*,\s*"(\w+)"\)', path.read_text())}
+    assert len(interned) > 20, interned          # the pattern still finds them
+    missing = sorted(interned - OUTSIDE_DYNDBG - _defined_names())
+    assert missing == [], f"C reads attributes no dyndbg Python defines: {missing}"
