@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-from harness import (CORE_BUILT, GRAPH_BREAK_LISTINGS, PLAIN_RUNS, SAMPLES, GraphBreakCode, Run,
+from harness import (CORE_BUILT, GRAPH_BREAK_LISTINGS, PLAIN_RUNS, SAMPLES, GraphBreakCode,
                      graph_break_code_of, run_dyndbg)
 
 
@@ -18,12 +18,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput") and PLAIN_RUNS not in os.environ:
         os.environ[PLAIN_RUNS] = tempfile.mkdtemp(prefix="dyndbg-plain-runs-")
         atexit.register(shutil.rmtree, os.environ[PLAIN_RUNS], True)
-
-
-@pytest.fixture(scope="session")
-def plain_runs() -> dict[str, Run]:
-    """Plain runs of the samples, computed once per session on demand."""
-    return {}
 
 
 @pytest.fixture(scope="session")

@@ -104,8 +104,10 @@ def child_env(home: Path | None = None, extra: dict[str, str | None] | None = No
 # workers (conftest.py sets it): the same program run plainly again gives
 # what it gave, so it is run once.
 PLAIN_RUNS = "DYNDBG_TEST_PLAIN_RUNS"
-# What the tests vary that a program which never imports dyndbg cannot see.
-_UNSEEN = ("PYTEST_CURRENT_TEST", "DYNDBG_CORE", "DYNDBG_TRACER")
+# What the tests vary that a plain program cannot see: the test's name, and
+# dyndbg's core and tracer where the program never names dyndbg.
+_UNSEEN = {"PYTEST_CURRENT_TEST"}
+_UNSEEN_WITHOUT_DYNDBG = _UNSEEN | {"DYNDBG_CORE", "DYNDBG_TRACER"}
 
 
 def run_plain(script: Path | str, *args: str, cwd: Path = ROOT) -> Run:
@@ -114,8 +116,8 @@ def run_plain(script: Path | str, *args: str, cwd: Path = ROOT) -> Run:
     the core and tracer in its key)."""
     env = child_env()
     source = Path(cwd, script).read_bytes()
-    seen = {k: v for k, v in env.items()
-            if not (k in _UNSEEN and (k == "PYTEST_CURRENT_TEST" or b"dyndbg" not in source))}
+    unseen = _UNSEEN if b"dyndbg" in source else _UNSEEN_WITHOUT_DYNDBG
+    seen = {k: v for k, v in env.items() if k not in unseen}
     key = hashlib.sha256(json.dumps([str(script), args, str(cwd), sorted(seen.items()),
                                      source.hex()]).encode()).hexdigest()
     kept = Path(os.environ[PLAIN_RUNS], key + ".json") if os.environ.get(PLAIN_RUNS) else None
@@ -154,10 +156,9 @@ def run_dyndbg(target: list[str] | Path | str, commands: str | list[str] = "",
 
 
 
-def plain(plain_runs: dict[str, Run], name: str) -> Run:
-    if name not in plain_runs:
-        plain_runs[name] = run_plain(SAMPLES / name)
-    return plain_runs[name]
+def plain(name: str) -> Run:
+    """A plain run of samples/NAME (once a session, as every run_plain)."""
+    return run_plain(SAMPLES / name)
 
 
 @dataclass

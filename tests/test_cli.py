@@ -137,13 +137,13 @@ def _exits_like_plain(run: Run, expected: Run) -> None:
     assert "> f [0/0]" in run.transcript, run.transcript  # it did stop in generated code
 
 
-def test_exit_status_with_empty_stdin(exit_code_eof: Run, plain_runs) -> None:
-    _exits_like_plain(exit_code_eof, plain(plain_runs, "exit_code.py"))
+def test_exit_status_with_empty_stdin(exit_code_eof: Run) -> None:
+    _exits_like_plain(exit_code_eof, plain("exit_code.py"))
 
 
-def test_exit_status_after_continue(tmp_path, plain_runs) -> None:
+def test_exit_status_after_continue(tmp_path) -> None:
     run = run_dyndbg(SAMPLES / "exit_code.py", "c\n", tmp_path=tmp_path)
-    _exits_like_plain(run, plain(plain_runs, "exit_code.py"))
+    _exits_like_plain(run, plain("exit_code.py"))
     assert (PROMPT + "c") in run.transcript.splitlines()
 
 
@@ -154,8 +154,8 @@ def _traceback(stderr: str) -> list[str]:
     return lines[starts[0]:]
 
 
-def test_uncaught_exception_like_plain_run(tmp_path, plain_runs) -> None:
-    expected = plain(plain_runs, "uncaught.py")
+def test_uncaught_exception_like_plain_run(tmp_path) -> None:
+    expected = plain("uncaught.py")
     run = run_dyndbg(SAMPLES / "uncaught.py", "", tmp_path=tmp_path)
     assert expected.returncode == 1
     assert run.returncode == 1, run.stderr
@@ -165,7 +165,7 @@ def test_uncaught_exception_like_plain_run(tmp_path, plain_runs) -> None:
 
 # -- -c commands and end of input --------------------------------------------------------
 
-def test_c_option_runs_commands_at_first_stop(tmp_path, plain_runs) -> None:
+def test_c_option_runs_commands_at_first_stop(tmp_path) -> None:
     run = run_dyndbg(SAMPLES / "exit_code.py", "", tmp_path=tmp_path,
                      options=["-c", "stack", "-c", "c"])
     lines = run.transcript.splitlines()
@@ -178,13 +178,13 @@ def test_c_option_runs_commands_at_first_stop(tmp_path, plain_runs) -> None:
     # Before the commands: the first stop, in f's generated code.
     head = run.transcript.split(PROMPT, 1)[0]
     assert "> f [0/0]" in head, head
-    expected = plain(plain_runs, "exit_code.py")
+    expected = plain("exit_code.py")
     assert run.returncode == expected.returncode == 3, run.stderr
     assert run.stdout == expected.stdout
 
 
-def test_empty_stdin_detaches(exit_code_eof: Run, plain_runs) -> None:
-    run, expected = exit_code_eof, plain(plain_runs, "exit_code.py")
+def test_empty_stdin_detaches(exit_code_eof: Run) -> None:
+    run, expected = exit_code_eof, plain("exit_code.py")
     lines = run.transcript.splitlines()
     assert any(line.startswith("> f [0/0]") for line in lines), run.transcript  # stopped first
     # One prompt met the end of input; dyndbg said it detaches; the program ran on.

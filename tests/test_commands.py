@@ -68,9 +68,9 @@ def test_bad_input_one_error_line_and_prompt_again(bad_session: Run, command: st
     assert not stops_in(seg.output)
 
 
-def test_bad_input_session_no_traceback_and_program_unchanged(bad_session: Run, plain_runs) -> None:
+def test_bad_input_session_no_traceback_and_program_unchanged(bad_session: Run) -> None:
     no_traceback(bad_session)
-    expected = plain(plain_runs, "graph_break.py")
+    expected = plain("graph_break.py")
     assert bad_session.returncode == expected.returncode == 0
     assert bad_session.stdout == expected.stdout
 
@@ -309,9 +309,9 @@ def test_break_without_argument_lists_with_hit_counts(break_session: Run) -> Non
     assert "hit" not in (_row(second, 5) or "x hit"), "a disabled breakpoint counted a hit"
 
 
-def test_break_session_program_unchanged(break_session: Run, plain_runs) -> None:
+def test_break_session_program_unchanged(break_session: Run) -> None:
     no_traceback(break_session)
-    expected = plain(plain_runs, "graph_break.py")
+    expected = plain("graph_break.py")
     assert break_session.returncode == 0
     assert break_session.stdout == expected.stdout
 
@@ -508,11 +508,11 @@ def test_return_stops_at_return_value(step_session: Run) -> None:
     assert stops[0]["index"] == total - 1
 
 
-def test_quit_ends_program(step_session: Run, plain_runs) -> None:
+def test_quit_ends_program(step_session: Run) -> None:
     no_traceback(step_session)
     segs = segments(step_session.transcript)
     assert segs[-1].command == "q", [s.command for s in segs[-3:]]
     assert step_session.returncode == 0
     assert "call 0" not in step_session.stdout and "call 1" not in step_session.stdout
     # What the program printed before `q` is the start of a plain run's output.
-    assert plain(plain_runs, "graph_break.py").stdout.startswith(step_session.stdout)
+    assert plain("graph_break.py").stdout.startswith(step_session.stdout)

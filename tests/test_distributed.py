@@ -103,25 +103,25 @@ def test_every_rank_debugs_with_prefixes_and_only_rank_0_reads(tmp_path: Path) -
 
 # -- the rank logic in one process (RANK set by hand) ------------------------------------
 
-def test_rank_option_without_rank_in_environment_debugs_this_process(tmp_path, plain_runs) -> None:
+def test_rank_option_without_rank_in_environment_debugs_this_process(tmp_path) -> None:
     run = run_dyndbg(SAMPLES / "exit_code.py", ["c"], tmp_path=tmp_path, options=["--rank", "1"],
                      env={"RANK": None})
-    expected = plain(plain_runs, "exit_code.py")
+    expected = plain("exit_code.py")
     assert run.stderr.splitlines() == [
         "dyndbg: --rank 1: RANK is not set (not started by torchrun?); debugging this process"]
     assert "> f [0/0]" in run.transcript and "[rank" not in run.transcript, run.transcript
     assert (run.stdout, run.returncode) == (expected.stdout, expected.returncode)
 
 
-def test_other_rank_runs_without_the_debugger(tmp_path, plain_runs) -> None:
+def test_other_rank_runs_without_the_debugger(tmp_path) -> None:
     run = run_dyndbg(SAMPLES / "exit_code.py", ["c"], tmp_path=tmp_path, options=["--rank", "0"],
                      env={"RANK": "1"})
-    expected = plain(plain_runs, "exit_code.py")
+    expected = plain("exit_code.py")
     assert (run.stdout, run.stderr, run.returncode) == (expected.stdout, expected.stderr, 3)
     assert run.transcript == ""   # --out not even created
 
 
-def test_rank_other_than_0_reads_no_stdin(tmp_path, plain_runs) -> None:
+def test_rank_other_than_0_reads_no_stdin(tmp_path) -> None:
     run = run_dyndbg(SAMPLES / "exit_code.py", ["p 'from stdin'", "c"], tmp_path=tmp_path,
                      options=["-c", "p 'dash c'"], env={"RANK": "1"})
     no_traceback(run)
@@ -131,7 +131,7 @@ def test_rank_other_than_0_reads_no_stdin(tmp_path, plain_runs) -> None:
     assert [s.command for s in segments(text)] == ["p 'dash c'", ""], text
     assert "from stdin" not in text
     assert "dyndbg: end of input, detaching; the program runs to completion" in text
-    expected = plain(plain_runs, "exit_code.py")
+    expected = plain("exit_code.py")
     assert (run.stdout, run.returncode) == (expected.stdout, expected.returncode)
 
 

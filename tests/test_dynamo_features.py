@@ -405,8 +405,8 @@ def test_source_marks_current_line(named: Run) -> None:
         assert text.rstrip() == file_lines[number - 1].rstrip(), (number, text)
 
 
-def test_named_session_program_unchanged(named: Run, plain_runs) -> None:
-    program_unchanged(named, plain(plain_runs, "graph_break.py"))
+def test_named_session_program_unchanged(named: Run) -> None:
+    program_unchanged(named, plain("graph_break.py"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -469,8 +469,8 @@ def test_named_bookkeeping_listings(bookkeeping: Run) -> None:
     assert nth_segment(bookkeeping, "clear 5").output == ["Deleted breakpoint 5"]
 
 
-def test_named_bookkeeping_program_unchanged(bookkeeping: Run, plain_runs) -> None:
-    program_unchanged(bookkeeping, plain(plain_runs, "graph_break.py"))
+def test_named_bookkeeping_program_unchanged(bookkeeping: Run) -> None:
+    program_unchanged(bookkeeping, plain("graph_break.py"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -503,8 +503,8 @@ def test_break_function_compiled_later(nested: Run) -> None:
         assert re.search(r"\bhit 1 time\b", row(after, number)), after
 
 
-def test_nested_program_unchanged(nested: Run, plain_runs) -> None:
-    program_unchanged(nested, plain(plain_runs, "nested_break.py"))
+def test_nested_program_unchanged(nested: Run) -> None:
+    program_unchanged(nested, plain("nested_break.py"))
 
 
 @pytest.fixture(scope="module")
@@ -524,8 +524,8 @@ def test_break_class_method(method: Run) -> None:
     assert stops[0]["index"] == 1 and stops[0]["breakpoints"] == [(1, 1), (2, 1)], stops[0]
 
 
-def test_method_program_unchanged(method: Run, plain_runs) -> None:
-    program_unchanged(method, plain(plain_runs, "module_branch.py"))
+def test_method_program_unchanged(method: Run) -> None:
+    program_unchanged(method, plain("module_branch.py"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -596,8 +596,8 @@ def test_resume_call_view_lists_parameters_with_values(catch_gb: Run) -> None:
     assert views == 2
 
 
-def test_catch_gb_program_unchanged(catch_gb: Run, plain_runs) -> None:
-    program_unchanged(catch_gb, plain(plain_runs, "graph_break.py"))
+def test_catch_gb_program_unchanged(catch_gb: Run) -> None:
+    program_unchanged(catch_gb, plain("graph_break.py"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -718,8 +718,8 @@ def test_catch_compile_and_recompile_counts(guard_session: Run) -> None:
     assert re.search(r"\bhit 2 times\b", row(listing, 1)) and re.search(r"\bhit 2 times\b", row(listing, 2))
 
 
-def test_guard_session_program_unchanged(guard_session: Run, plain_runs) -> None:
-    program_unchanged(guard_session, plain(plain_runs, "recompile.py"))
+def test_guard_session_program_unchanged(guard_session: Run) -> None:
+    program_unchanged(guard_session, plain("recompile.py"))
 
 
 # ---------------------------------------------------------------------------------------

@@ -22,14 +22,14 @@ PROGRAMS = ROOT / "tests" / "programs"
 
 
 @pytest.mark.parametrize("place", ["opcode", "render", "callback", "hook"])
-def test_internal_error_detaches_and_the_program_continues(place, tmp_path, plain_runs,
+def test_internal_error_detaches_and_the_program_continues(place, tmp_path,
                                                            monkeypatch) -> None:
     monkeypatch.setenv("DYNDBG_FAULT", place)
     if place == "callback" and MONITORING:
         # torch's C callback is the settrace path's; sys.monitoring does not hook it.
         monkeypatch.setenv("DYNDBG_TRACER", "settrace")
     run = run_dyndbg(SAMPLES / "graph_break.py", ["s", "s", "c"], tmp_path)
-    reference = plain(plain_runs, "graph_break.py")
+    reference = plain("graph_break.py")
     assert run.stdout == reference.stdout and run.returncode == 0
     assert run.transcript.count("*** dyndbg internal error") == 1
     assert f"injected fault at {place}" in run.transcript

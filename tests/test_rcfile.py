@@ -47,12 +47,12 @@ def _output(run: Run, command: str) -> list[str]:
     raise AssertionError(f"no prompt {command!r} in:\n{run.transcript}")
 
 
-def _ran_like_plain(run: Run, plain_runs) -> None:
-    expected = plain(plain_runs, "graph_break.py")
+def _ran_like_plain(run: Run) -> None:
+    expected = plain("graph_break.py")
     assert (run.stdout, run.returncode) == (expected.stdout, expected.returncode), run.stderr
 
 
-def test_home_rc_then_cwd_rc_then_c_option(dirs, tmp_path, plain_runs) -> None:
+def test_home_rc_then_cwd_rc_then_c_option(dirs, tmp_path) -> None:
     home, cwd = dirs
     (home / ".dyndbgrc").write_text(
         "# home: a comment, not a command\n"
@@ -81,7 +81,7 @@ def test_home_rc_then_cwd_rc_then_c_option(dirs, tmp_path, plain_runs) -> None:
     # the rc commands ran at the first stop, after it was shown
     head = run.transcript.split(PROMPT, 1)[0]
     assert "> f [0/0]  instr 1/" in head, head
-    _ran_like_plain(run, plain_runs)
+    _ran_like_plain(run)
 
 
 def test_cwd_rc_that_is_the_home_rc_runs_once(dirs, tmp_path) -> None:
@@ -92,7 +92,7 @@ def test_cwd_rc_that_is_the_home_rc_runs_once(dirs, tmp_path) -> None:
     assert _prompts(run) == ["p 'once'", "c"], run.transcript
 
 
-def test_no_rc_skips_both_files(dirs, tmp_path, plain_runs) -> None:
+def test_no_rc_skips_both_files(dirs, tmp_path) -> None:
     home, cwd = dirs
     (home / ".dyndbgrc").write_text("p 'home rc'\nset width 20\n")
     (cwd / ".dyndbgrc").write_text("p 'cwd rc'\n")
@@ -102,10 +102,10 @@ def test_no_rc_skips_both_files(dirs, tmp_path, plain_runs) -> None:
     # the default width: the summary is whole
     assert any(line.endswith("Tensor f32[4] cpu [0, 1, 2, 3]")
                for line in _output(run, "locals")), run.transcript
-    _ran_like_plain(run, plain_runs)
+    _ran_like_plain(run)
 
 
-def test_set_options_from_rc(dirs, tmp_path, plain_runs) -> None:
+def test_set_options_from_rc(dirs, tmp_path) -> None:
     home, _ = dirs
     (home / ".dyndbgrc").write_text("set width 20\nset sticky on\nset vi on\n")
     run = _run(dirs, tmp_path, ["locals", "s", "c"])
@@ -122,10 +122,10 @@ def test_set_options_from_rc(dirs, tmp_path, plain_runs) -> None:
     step = _output(run, "s")
     assert any(re.match(r"^->\s+2 @\d+ ", line) for line in step), step
     assert "-" * 40 in step, step
-    _ran_like_plain(run, plain_runs)
+    _ran_like_plain(run)
 
 
-def test_unreadable_rc_is_one_line_and_the_session_goes_on(dirs, tmp_path, plain_runs) -> None:
+def test_unreadable_rc_is_one_line_and_the_session_goes_on(dirs, tmp_path) -> None:
     home, cwd = dirs
     (home / ".dyndbgrc").write_text("p 'home rc'\n")
     (cwd / ".dyndbgrc").mkdir()   # exists, cannot be read as a file
@@ -136,7 +136,7 @@ def test_unreadable_rc_is_one_line_and_the_session_goes_on(dirs, tmp_path, plain
         run.transcript + run.stderr
     assert _prompts(run) == ["p 'home rc'", "p 'still here'", "c"], run.transcript
     assert _output(run, "p 'still here'") == ["'still here'"]
-    _ran_like_plain(run, plain_runs)
+    _ran_like_plain(run)
 
 
 # the command names the prompt completes, from the live session

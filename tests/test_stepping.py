@@ -13,8 +13,8 @@ SAMPLE_NAMES = sorted(p.name for p in SAMPLES.glob("*.py") if p.name not in STAR
 
 
 @pytest.mark.parametrize("name", SAMPLE_NAMES)
-def test_step_every_instruction(name: str, tmp_path, plain_runs) -> None:
-    covered = step_every_instruction(SAMPLES / name, plain(plain_runs, name), tmp_path)
+def test_step_every_instruction(name: str, tmp_path) -> None:
+    covered = step_every_instruction(SAMPLES / name, plain(name), tmp_path)
     assert covered.stops > 30
     assert covered.loads >= 3
     print(f"{name}: {covered.stops} stops, {covered.loads} loads checked, "
