@@ -22,6 +22,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable
 
+import warm_start
 from dap_wire import FrameParser, Message, SchemaViolation, shown, encode, schema_errors, validate
 
 # Importing torch takes 5-15 s on an idle machine; this one is shared by several
@@ -65,7 +66,7 @@ class DapClient:
     def start_adapter(cls, python: str = sys.executable, cwd: Path | str | None = None,
                       env: dict[str, str] | None = None) -> "DapClient":
         """`python -m dyndbg.dap` on stdio."""
-        proc = subprocess.Popen([python, "-m", "dyndbg.dap"], stdin=subprocess.PIPE,
+        proc = warm_start.Popen([python, "-m", "dyndbg.dap"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env)
         err = _Drain(proc.stderr)
         assert proc.stdin is not None and proc.stdout is not None
@@ -339,7 +340,7 @@ class ListeningProgram:
 
     def __init__(self, argv: list[str], cwd: Path | str | None = None,
                  env: dict[str, str] | None = None, timeout: float = TIMEOUT) -> None:
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        self.proc = warm_start.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, cwd=cwd, env=env)
         self._out = _Drain(self.proc.stdout)
         self._err = _Drain(self.proc.stderr)

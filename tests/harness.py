@@ -9,8 +9,6 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -18,6 +16,8 @@ from pathlib import Path
 
 from dyndbg import cores
 from listing import Listing, parse_listing
+import warm_start
+from warm_start import default_sigint  # noqa: F401  (tests take it from here)
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE_BUILT = cores.built()
@@ -70,16 +70,6 @@ def empty_home() -> str:
     return _EMPTY_HOME[0]
 
 
-def default_sigint() -> None:
-    """A child's preexec_fn: SIGINT at its default and unblocked, as a
-    terminal's foreground program has it. A child inherits both from the test
-    runner: a runner started in the background (`cmd &`, job control off)
-    ignores SIGINT, and python then keeps it ignored; a blocked SIGINT stays
-    pending. Either way a Ctrl-C the test sends is lost without a word."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-
-
 def child_env(home: Path | None = None, extra: dict[str, str | None] | None = None) -> dict[str, str]:
     """The environment of the programs the tests start; extra: variables to
     set, or to remove where the value is None."""
@@ -123,7 +113,7 @@ def run_plain(script: Path | str, *args: str, cwd: Path = ROOT) -> Run:
     kept = Path(os.environ[PLAIN_RUNS], key + ".json") if os.environ.get(PLAIN_RUNS) else None
     if kept is not None and kept.exists():
         return Run(*json.loads(kept.read_text()))
-    proc = subprocess.run([sys.executable, str(script), *args], capture_output=True,
+    proc = warm_start.run([sys.executable, str(script), *args], capture_output=True,
                           text=True, cwd=cwd, env=env, timeout=TIMEOUT)
     run = Run(proc.stdout, proc.stderr, proc.returncode, "")
     if kept is not None:
@@ -148,7 +138,7 @@ def run_dyndbg(target: list[str] | Path | str, commands: str | list[str] = "",
         argv += ["--out", str(transcript_file)]
     argv += [str(t) for t in target] if isinstance(target, list) else [str(target)]
     data = stdin_bytes if stdin_bytes is not None else commands.encode()
-    proc = subprocess.run(argv, input=data, capture_output=True, cwd=cwd,
+    proc = warm_start.run(argv, input=data, capture_output=True, cwd=cwd,
                           env=child_env(home, env), timeout=TIMEOUT)
     transcript = transcript_file.read_text() if transcript_file and transcript_file.exists() else ""
     return Run(proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"),

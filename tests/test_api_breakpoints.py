@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import warm_start
 from harness import ROOT, TIMEOUT, child_env
 from listing import parse_listing
 from transcript import segments
@@ -61,7 +61,7 @@ PLACE = re.compile(r"^(?P<number>\d+\.\d+) +(?P<state>enabled|disabled) +(?P<whe
 def _run(tmp_path: Path) -> str:
     script = tmp_path / "places.py"
     script.write_text(textwrap.dedent(PROGRAM))
-    proc = subprocess.run([sys.executable, str(script)], input="".join(c + "\n" for c in COMMANDS),
+    proc = warm_start.run([sys.executable, str(script)], input="".join(c + "\n" for c in COMMANDS),
                           capture_output=True, text=True, cwd=ROOT, env=child_env(), timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]

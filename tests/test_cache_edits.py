@@ -7,12 +7,12 @@ from __future__ import annotations
 import ast
 import random
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import warm_start
 from harness import ROOT, TIMEOUT, child_env, run_dyndbg, run_plain
 from transcript import no_traceback, segments, stops_in
 
@@ -243,7 +243,7 @@ def test_patches_that_crashed_cpython_are_refused_or_raise() -> None:
 
 @pytest.mark.parametrize("seed", [1, 2, 6])
 def test_fuzzed_edits_never_crash(seed: int) -> None:
-    proc = subprocess.run([sys.executable, str(PROGRAMS / "cache_fuzz.py"), str(seed), "120"],
+    proc = warm_start.run([sys.executable, str(PROGRAMS / "cache_fuzz.py"), str(seed), "120"],
                           capture_output=True, text=True, cwd=ROOT, env=child_env(),
                           timeout=TIMEOUT)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import warm_start
 from harness import ROOT, SAMPLES, TIMEOUT, child_env, run_dyndbg
 from dyndbg import cores
 
@@ -47,7 +48,7 @@ def test_both_cores_record_the_same_history(share: int) -> None:
     """Every instruction the corpus programs run, recorded by both cores in
     one process: the same slots read, the same records kept."""
     programs = [str(p) for p in CORPUS[share::SHARES]]
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "programs" / "cores_agree.py"),
+    proc = warm_start.run([sys.executable, str(ROOT / "tests" / "programs" / "cores_agree.py"),
                            *programs], capture_output=True, text=True, cwd=ROOT, env=child_env(),
                           timeout=TIMEOUT * 4)
     results = [json.loads(line[6:]) for line in proc.stdout.splitlines()
@@ -74,7 +75,7 @@ def _without_compiled_core(tmp_path: Path) -> dict[str, str]:
 
 def test_without_the_compiled_core_one_line_and_the_python_core(tmp_path: Path) -> None:
     env = _without_compiled_core(tmp_path)
-    proc = subprocess.run([sys.executable, "-c", "import dyndbg; print(dyndbg.core())"],
+    proc = warm_start.run([sys.executable, "-c", "import dyndbg; print(dyndbg.core())"],
                           capture_output=True, text=True, env=child_env(extra=env), timeout=TIMEOUT)
     assert proc.stdout.strip() == "python"
     run = run_dyndbg(SAMPLES / "graph_break.py", ["record on", "s", "s", "stack", "back",
@@ -102,7 +103,7 @@ def test_both_cores_start_and_release_frames_alike(mode: str) -> None:
     first frames of each code), and after each call the tracer holds what the
     Python core's does: no frame, no trace, the same starts, hits and stops."""
     def run(core: str) -> list[str]:
-        proc = subprocess.run([sys.executable, str(ROOT / "tests" / "programs" / "book_frames.py"),
+        proc = warm_start.run([sys.executable, str(ROOT / "tests" / "programs" / "book_frames.py"),
                                *([mode] if mode == "post-mortem" else [])],
                               capture_output=True, text=True, cwd=ROOT, timeout=TIMEOUT,
                               env=child_env(extra={"DYNDBG_CORE": core, "DYNDBG_TRACER": "settrace"}))

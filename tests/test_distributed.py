@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import warm_start
 from harness import ROOT, SAMPLES, child_env, plain, run_dyndbg
 from transcript import PROMPT, no_traceback, segments, stops_in
 
@@ -32,7 +33,7 @@ def torchrun(options: list[str], stdin: list[str], transcript: Path) -> subproce
     argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
             "-m", "dyndbg", "--out", str(transcript), *options, str(ALLREDUCE)]
     env = child_env(extra={name: None for name in RANK_ENV} | {"OMP_NUM_THREADS": "1"})
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    proc = warm_start.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
     try:
         out, err = proc.communicate("".join(line + "\n" for line in stdin),

@@ -13,6 +13,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import warm_start
 from harness import CALLABLE_SLOT, ROOT, SAMPLES, SUBSCRIPT, TIMEOUT, child_env, run_dyndbg
 from transcript import no_traceback
 
@@ -20,7 +21,7 @@ from transcript import no_traceback
 def _python(script: Path, commands: list[str], env: dict[str, str | None] | None = None,
             options: list[str] | None = None) -> subprocess.CompletedProcess:
     """`python [options] script` with commands on stdin; output as text."""
-    return subprocess.run([sys.executable, *(options or []), str(script)],
+    return warm_start.run([sys.executable, *(options or []), str(script)],
                           input="".join(c + "\n" for c in commands), capture_output=True,
                           text=True, cwd=ROOT, env=child_env(extra=env), timeout=TIMEOUT)
 
@@ -251,7 +252,7 @@ def test_post_mortem_without_generated_frame_says_so(tmp_path: Path) -> None:
 
 def test_post_mortem_option_shows_what_went_into_the_failing_graph(tmp_path: Path) -> None:
     sample = SAMPLES / "crash_in_graph.py"
-    plain = subprocess.run([sys.executable, str(sample)], capture_output=True, text=True,
+    plain = warm_start.run([sys.executable, str(sample)], capture_output=True, text=True,
                            cwd=ROOT, env=child_env(), timeout=TIMEOUT)
     run = run_dyndbg(sample, ["c", "stack", "p idx", "s", "c"], tmp_path,
                      options=["--post-mortem"])

@@ -15,6 +15,7 @@ from typing import Callable, Iterator
 
 import pytest
 
+import warm_start
 from harness import (MONITORING, OWN_CODE, ROOT, SAMPLES, default_sigint, empty_home, plain,
                       run_dyndbg, run_plain)
 
@@ -44,7 +45,7 @@ def start() -> Iterator[Callable[[list[str], Path], subprocess.Popen]]:
     started: list[subprocess.Popen] = []
 
     def _start(argv: list[str], transcript: Path) -> subprocess.Popen:
-        proc = subprocess.Popen([sys.executable, "-m", "dyndbg", "--out", str(transcript), *argv],
+        proc = warm_start.Popen([sys.executable, "-m", "dyndbg", "--out", str(transcript), *argv],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, cwd=ROOT,
                                 env=dict(os.environ, HOME=empty_home()),
@@ -118,7 +119,7 @@ def test_ctrl_c_twice_outside_generated_code_is_a_keyboard_interrupt(tmp_path: P
     # The second Ctrl-C before the stop comes (the program runs no generated
     # code any more) is the program's KeyboardInterrupt, as python's first.
     argv = [str(PROGRAMS / "interrupt_loop.py"), "0.5", "60"]
-    plain = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE,
+    plain = warm_start.Popen([sys.executable, *argv], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, cwd=ROOT,
                              preexec_fn=default_sigint)
     transcript = tmp_path / "t.txt"
@@ -164,7 +165,7 @@ def test_exits_from_inside_compiled_code(how: str, tmp_path: Path) -> None:
 
 def test_closed_output_pipe_does_not_hang_or_trace_back(tmp_path: Path) -> None:
     # dyndbg's own output goes to stdout, whose reader goes away after one line.
-    proc = subprocess.Popen([sys.executable, "-m", "dyndbg", str(SAMPLES / "graph_break.py")],
+    proc = warm_start.Popen([sys.executable, "-m", "dyndbg", str(SAMPLES / "graph_break.py")],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, cwd=ROOT,
                             env=dict(os.environ, HOME=empty_home()))
@@ -224,7 +225,7 @@ print("LEAK " + json.dumps({"dyndbg_growth_bytes": growth,
 def test_no_frames_or_memory_kept_after_10000_calls(tmp_path: Path) -> None:
     driver = tmp_path / "leak.py"
     driver.write_text(LEAK_DRIVER)
-    proc = subprocess.run([sys.executable, str(driver)], capture_output=True, text=True,
+    proc = warm_start.run([sys.executable, str(driver)], capture_output=True, text=True,
                           cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
                                          "HOME": empty_home()},
                           stdin=subprocess.DEVNULL, timeout=300)

@@ -8,12 +8,12 @@ after the other in it."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import warm_start
 from harness import ROOT, SAMPLES, TIMEOUT, child_env, run_dyndbg
 from transcript import no_traceback
 from dyndbg import cores
@@ -33,7 +33,7 @@ if sys.version_info >= (3, 12):
 
 def _guards_hold(core: str, tracer: str | None, mode: str) -> list[dict]:
     extra = {"DYNDBG_CORE": core, "DYNDBG_TRACER": tracer}
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "programs" / "guards_hold.py"),
+    proc = warm_start.run([sys.executable, str(ROOT / "tests" / "programs" / "guards_hold.py"),
                            mode, *map(str, PROGRAMS)], capture_output=True, text=True,
                           cwd=ROOT, env=child_env(extra=extra), timeout=TIMEOUT * 2)
     results = [json.loads(line[7:]) for line in proc.stdout.splitlines()
@@ -104,7 +104,7 @@ def test_the_cache_api_checks_a_closure_with_its_free_variables() -> None:
     """dyndbg.cache.check reads the free variables from the live function;
     where two wrappers share the code with different ones, it says it cannot
     know which a call means, rather than answer for one."""
-    proc = subprocess.run([sys.executable, "-c", CHECK_CLOSURES], capture_output=True,
+    proc = warm_start.run([sys.executable, "-c", CHECK_CLOSURES], capture_output=True,
                           text=True, cwd=ROOT, env=child_env(), timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import warm_start
 from harness import ROOT, TIMEOUT, child_env, run_dyndbg, run_plain
 from transcript import segments
 
@@ -70,7 +71,7 @@ def _write(tmp_path: Path, name: str, source: str) -> Path:
 
 def _python(script: Path, args: list[str], commands: list[str]) -> subprocess.CompletedProcess:
     """`python script args...` (no dyndbg) with commands on stdin."""
-    return subprocess.run([sys.executable, str(script), *args],
+    return warm_start.run([sys.executable, str(script), *args],
                           input="".join(c + "\n" for c in commands), capture_output=True,
                           text=True, cwd=ROOT, env=child_env(), timeout=TIMEOUT)
 

@@ -31,6 +31,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
+import warm_start
 from harness import ROOT, SAMPLES, default_sigint
 
 GRAPH_BREAK = SAMPLES / "graph_break.py"
@@ -145,7 +146,7 @@ def run_driver(tmp_path: Path, feed: list[list[str]], **env: str | None) -> dict
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
     try:
-        proc = subprocess.run([sys.executable, str(driver), json.dumps(feed)],
+        proc = warm_start.run([sys.executable, str(driver), json.dumps(feed)],
                               capture_output=True, text=True, cwd=ROOT, timeout=TIMEOUT,
                               env=child_env(tmp_path / "home", **env))
     except subprocess.TimeoutExpired as error:
@@ -606,7 +607,7 @@ def test_piped_commands_after_the_program_reads_stdin(tmp_path: Path) -> None:
     """stdin a pipe: the program's input() takes input ahead into sys.stdin's text
     buffer; the commands after its line still run, in order."""
     commands = ["b f", "c", "c", "c", "hello", "p 'after' + 'answer'", "c"]
-    proc = subprocess.run([sys.executable, "-m", "dyndbg", str(TYPED_AHEAD), "0"],
+    proc = warm_start.run([sys.executable, "-m", "dyndbg", str(TYPED_AHEAD), "0"],
                           input="".join(c + "\n" for c in commands), capture_output=True,
                           text=True, cwd=ROOT, env=child_env(tmp_path / "home"), timeout=TIMEOUT)
     out = proc.stdout
@@ -650,7 +651,7 @@ def _segment(segs: list[tuple[str, list[str]]], index: int) -> list[str]:
 def run_plain(tmp_path: Path, options: list[str], commands: list[str]) -> subprocess.CompletedProcess:
     env = child_env(tmp_path / "home", TERM="xterm-256color")
     try:
-        return subprocess.run([sys.executable, "-m", "dyndbg", *options, str(GRAPH_BREAK)],
+        return warm_start.run([sys.executable, "-m", "dyndbg", *options, str(GRAPH_BREAK)],
                               input="".join(c + "\n" for c in commands), capture_output=True,
                               text=True, cwd=ROOT, env=env, timeout=TIMEOUT)
     except subprocess.TimeoutExpired as error:

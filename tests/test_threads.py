@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import warm_start
 from harness import ROOT, TIMEOUT, child_env, default_sigint, run_dyndbg, run_plain
 from transcript import Segment, segments, stops_in
 
@@ -177,7 +178,7 @@ def test_global_trace_reaches_threads_started_after_dyndbg(tmp_path, plain) -> N
 def test_debug_block_reaches_a_thread_started_before_it(mechanism, plain) -> None:
     # `with dyndbg.debug()` attaches while early-worker already runs (waiting):
     # the first generated code inside the block is the worker's.
-    proc = subprocess.run([sys.executable, str(PROGRAM), "attach"],
+    proc = warm_start.run([sys.executable, str(PROGRAM), "attach"],
                           input="p x\ns\nstack\nc\n", capture_output=True, text=True,
                           cwd=ROOT, env=child_env(extra=_tracer(mechanism)), timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -203,7 +204,7 @@ def _wait_for(path: Path, pattern: str, proc: subprocess.Popen) -> str:
 
 def _start(args: list[str], transcript: Path, mechanism: str) -> subprocess.Popen:
     """`python -m dyndbg --out TRANSCRIPT worker_thread.py ARGS`, commands on a pipe."""
-    return subprocess.Popen([sys.executable, "-m", "dyndbg", "--out", str(transcript),
+    return warm_start.Popen([sys.executable, "-m", "dyndbg", "--out", str(transcript),
                              str(PROGRAM), *args], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                             env=child_env(extra=_tracer(mechanism)), preexec_fn=default_sigint)

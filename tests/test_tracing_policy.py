@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import warm_start
 from harness import MONITORING, ROOT, empty_home, run_dyndbg, run_plain
 
 MANY = ROOT / "tests" / "programs" / "many_calls.py"
@@ -40,7 +41,7 @@ def drive(script: Path, commands: list[str], tmp_path: Path, fallback: bool = Fa
     env = {"PYTHONPATH": str(ROOT), "NO_COLOR": "1", "PATH": "/usr/bin:/bin", "HOME": empty_home()}
     if fallback:
         env["DYNDBG_NO_CALLBACK"] = "1"
-    proc = subprocess.run([sys.executable, str(driver), str(script)], capture_output=True,
+    proc = warm_start.run([sys.executable, str(driver), str(script)], capture_output=True,
                           text=True, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, timeout=240)
     result = {"stdout": proc.stdout, "returncode": proc.returncode}
     for line in proc.stdout.splitlines():

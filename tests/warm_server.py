@@ -1,0 +1,192 @@
+"""The warm-start server (tests/warm_start.py starts it, one a test
+process): it imports torch and torch._dynamo once, then forks a child for
+each program asked for, and the child becomes that program as a new
+interpreter would run it; the program's exit status goes back on the
+request's connection. Only the standard library is imported here before
+the fork: what the tests import never reaches the programs.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+from typing import Any
+
+PRELOADED = ("torch", "torch._dynamo")
+READY = b"ready\n"
+PACKET = 1 << 20
+
+
+def _serve(path: str) -> tuple[dict[str, Any], list[int]]:
+    """Import torch, then fork a child per request until stdin ends. Returns
+    only in a child: its request and its three std fds."""
+    import warnings
+    warnings.filterwarnings("ignore", message=".*fork", category=DeprecationWarning)
+    for name in PRELOADED:
+        __import__(name)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(path)
+    listener.listen(64)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)
+    selector.register(wake_read, selectors.EVENT_READ)
+    selector.register(0, selectors.EVENT_READ)
+    children: dict[int, socket.socket] = {}
+    os.write(1, READY)
+    while True:
+        for key, _ in selector.select():
+            if key.fileobj is listener:
+                conn, _ = listener.accept()
+                packet, fds, _, _ = socket.recv_fds(conn, PACKET, 3)
+                pid = os.fork()
+                if pid == 0:
+                    selector.close()
+                    for fd in (listener, conn):
+                        fd.close()
+                    signal.set_wakeup_fd(-1)
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    os.close(wake_read)
+                    os.close(wake_write)
+                    for socket_ in children.values():
+                        socket_.close()
+                    return json.loads(packet), fds
+                for fd in fds:
+                    os.close(fd)
+                children[pid] = conn
+                conn.send(json.dumps({"pid": pid}).encode())
+            elif key.fileobj == wake_read:
+                while True:
+                    try:
+                        if not os.read(wake_read, 512):
+                            break
+                    except BlockingIOError:
+                        break
+                while children:
+                    try:
+                        pid, status = os.waitpid(-1, os.WNOHANG)
+                    except ChildProcessError:
+                        break
+                    if pid == 0:
+                        break
+                    conn = children.pop(pid, None)
+                    if conn is not None:
+                        try:
+                            conn.send(json.dumps({"status": status}).encode())
+                        except OSError:
+                            pass
+                        conn.close()
+            elif not os.read(0, 512):
+                os._exit(0)
+
+
+def _stdio(fd: int, name: str, like: Any) -> Any:
+    """A std stream over fd as CPython makes it at start (create_stdio)."""
+    import io
+    unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))
+    writing = fd != 0
+    raw = io.FileIO(fd, "wb" if writing else "rb", closefd=False)
+    raw.name = name  # type: ignore[misc]
+    buffer: Any = raw if (unbuffered and writing) else (
+        io.BufferedWriter(raw) if writing else io.BufferedReader(raw))
+    line_buffering = not unbuffered and (raw.isatty() or fd == 2)
+    return io.TextIOWrapper(buffer, encoding=like.encoding, errors=like.errors, newline="\n",
+                            line_buffering=line_buffering,
+                            write_through=unbuffered)
+
+
+def _own_frames_dropped(tb: Any) -> Any:
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    return tb
+
+
+def _become(request: dict[str, Any], fds: list[int]) -> None:
+    """In the forked child: become the program the request names, started and
+    ended as a new interpreter would run it."""
+    import builtins
+    import importlib
+    import runpy
+    import site
+    import types
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target, inheritable=True)
+    for fd in set(fds) - {0, 1, 2}:
+        os.close(fd)
+    if request["new_session"]:
+        os.setsid()
+    if request["sigint"] == "python":
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    sys.stdin = sys.__stdin__ = _stdio(0, "<stdin>", sys.__stdin__)
+    sys.stdout = sys.__stdout__ = _stdio(1, "<stdout>", sys.__stdout__)
+    sys.stderr = sys.__stderr__ = _stdio(2, "<stderr>", sys.__stderr__)
+    kind, what, *args = request["target"]
+    # sys.path as a start with this PYTHONPATH makes it (the server had none).
+    extra = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    sys.path[1:1] = [p for p in dict.fromkeys(extra) if p not in sys.path[1:]]
+    importlib.invalidate_caches()   # what the server's finders saw may have changed since
+    sys.orig_argv = request["argv"]
+    from importlib.machinery import BuiltinImporter, SourceFileLoader
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__builtins__=builtins, __loader__=BuiltinImporter)
+    if sys.version_info < (3, 14):
+        main.__annotations__ = {}
+    sys.modules["__main__"] = main
+    interrupted = []
+    # Registered first, so run last: an uncaught KeyboardInterrupt ends the
+    # program by SIGINT, after its exit handlers, as CPython's does.
+    atexit.register(lambda: interrupted and (signal.signal(signal.SIGINT, signal.SIG_DFL),
+                                             os.kill(os.getpid(), signal.SIGINT)))
+    # Python's random reseeds itself in a forked child; numpy's does not.
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed()
+    # A sitecustomize on this PYTHONPATH runs as site runs it at a start.
+    for name, run_it in (("sitecustomize", site.execsitecustomize),
+                         ("usercustomize", site.execusercustomize)):
+        if any(os.path.exists(os.path.join(p, name + ".py")) for p in extra):
+            sys.modules.pop(name, None)
+            run_it()
+    try:
+        if kind == "module":
+            sys.argv = ["-m", *args]
+            sys.path[0] = os.getcwd()
+            runpy._run_module_as_main(what)  # type: ignore[attr-defined]  # what `python -m` calls
+        elif kind == "code":
+            sys.argv = ["-c", *args]
+            sys.path[0] = ""
+            exec(compile(what, "<string>", "exec"), main.__dict__)
+        else:
+            path = os.path.join(os.getcwd(), what)   # as CPython makes it absolute: not normalized
+            sys.argv = [what, *args]
+            sys.path[0] = os.path.dirname(os.path.realpath(path))
+            main.__dict__.update(__file__=path, __cached__=None,
+                                 __loader__=SourceFileLoader("__main__", path))
+            with open(path, "rb") as source:
+                code = compile(source.read(), path, "exec")
+            exec(code, main.__dict__)
+    except SystemExit:
+        raise
+    except BaseException as error:
+        # The hook shows the exception's own traceback: ours dropped from it.
+        error.__traceback__ = _own_frames_dropped(error.__traceback__)
+        sys.excepthook(type(error), error, error.__traceback__)
+        if isinstance(error, KeyboardInterrupt):
+            interrupted.append(True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    _become(*_serve(sys.argv[1]))
