@@ -147,8 +147,13 @@ class CodeRequests:
             self.requests.event("loadedSource", {"reason": "new", "source": source})
         compile_id = entry.compile_id
         recompile = compile_id is not None and not compile_id.endswith("/0")
-        body = {"label": entry.label(), "function": entry.function, "compileId": compile_id,
-                "kind": "resume" if entry.is_resume else entry.kind, "recompile": recompile}
+        body: dict[str, object] = {
+            "label": entry.label(), "function": entry.function, "compileId": compile_id,
+            "kind": "resume" if entry.is_resume else entry.kind, "recompile": recompile}
+        if entry.breaks:
+            # Where this code's graph ends at a break: torch's reasons, as `why` gives them.
+            body["graphBreaks"] = [{"reason": r.summary, "gbId": r.gb_id, "where": r.where,
+                                    "text": r.one_line()} for r in entry.breaks]
         self.requests.event("dyndbg/compile", body)
         if recompile:
             self.requests.event("dyndbg/recompile", body)

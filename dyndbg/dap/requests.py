@@ -149,6 +149,11 @@ class Requests:
             body["hitBreakpointIds"] = [bp.number for bp in stop.breakpoints]
         if stop.exception is not None:
             body["text"] = f"{type(stop.exception).__name__}: {exception_text(stop.exception)}"
+        else:
+            from dyndbg.ui import boundaries
+            graph_break = boundaries.break_at(stop)
+            if graph_break is not None:
+                body["text"] = graph_break.one_line()
         self.event("stopped", body)
 
     def capture_stop(self, stop: Stop) -> str:

@@ -276,6 +276,9 @@ class StopRequests:
     def r_dyndbg_graph(self, arguments: dict) -> dict:
         return self._view("graph", arguments)
 
+    def r_dyndbg_why(self, arguments: dict) -> dict:
+        return self._view("why", arguments)
+
 
 def console_refusal(name: str, word: str) -> str | None:
     """Why the debug console refuses the command `name` (typed as `word`), if it does."""

@@ -15,6 +15,7 @@ import os
 import types
 from typing import TYPE_CHECKING, Callable
 
+from dyndbg.dynamo import break_reasons
 from dyndbg.dynamo.registry import Registry
 from dyndbg.faults import maybe_fault
 
@@ -72,6 +73,7 @@ class DynamoHooks:
         self._handle: RemovableHandle | None = None   # of the bytecode hook
         self._previous_callback: Callable[[types.CodeType], None] | None = None
         self._callback: Callable[[types.CodeType], None] = self._code_callback   # what torch calls
+        self._breaks_mark = 0   # torch's list of graph-break reasons, when the compile started
 
     # -- installation -----------------------------------------------------
     def shield(self, *functions: Callable[..., object] | types.CodeType) -> None:
@@ -152,7 +154,10 @@ class DynamoHooks:
             return None
         try:
             maybe_fault("hook")
-            entry = self.registry.add_transformed(code, new_code, current_compile_id())
+            breaks = break_reasons.since(self._breaks_mark)
+            self._breaks_mark = break_reasons.mark()
+            entry = self.registry.add_transformed(code, new_code, current_compile_id(),
+                                                  breaks=breaks)
             if entry.has_marker:
                 # Unhooked, torch would start its own debugger at the marker.
                 self.set_callback_active(True)
@@ -176,6 +181,7 @@ class DynamoHooks:
         if self._quiet:
             return
         try:
+            self._breaks_mark = break_reasons.mark()
             self._on_compile_start()
         except BaseException as error:  # noqa: BLE001
             self._report_error("compile start", error)

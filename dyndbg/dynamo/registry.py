@@ -11,6 +11,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Callable
 
+from dyndbg.dynamo.break_reasons import BreakReason
 from dyndbg.dynamo.markers import has_marker
 
 # torch 2.x names resume functions torch_dynamo_resume_in_<fn>_at_<line>;
@@ -34,6 +35,7 @@ class GeneratedCode:
     extra: dict = field(default_factory=dict)  # per-code caches owned by other modules
     has_marker: bool = False             # holds torch's <BREAKPOINT> marker
     edited: frozenset[int] | None = None  # a cache edit's code: the indexes it changed
+    breaks: tuple[BreakReason, ...] = ()  # the graph breaks its compile made (torch's reasons)
 
     @property
     def function(self) -> str:
@@ -68,11 +70,12 @@ class Registry:
 
     def add_transformed(self, original: types.CodeType | None, new: types.CodeType,
                         compile_id: str | None,
-                        edited: frozenset[int] | None = None) -> GeneratedCode:
+                        edited: frozenset[int] | None = None,
+                        breaks: tuple[BreakReason, ...] = ()) -> GeneratedCode:
         if compile_id is not None:
             compile_id = compile_id.split("_")[0]  # "0/0_1" is attempt 1 of 0/0
         entry = GeneratedCode(new, "transformed", original, compile_id, len(self._by_id),
-                              has_marker=has_marker(new), edited=edited)
+                              has_marker=has_marker(new), edited=edited, breaks=breaks)
         self.has_markers = self.has_markers or entry.has_marker
         if original is not None:
             self._transformed_from.add(id(original))

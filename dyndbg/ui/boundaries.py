@@ -8,6 +8,8 @@ import types
 from dataclasses import dataclass
 
 from dyndbg.cpython import CallSite, call_site
+from dyndbg.dynamo import why
+from dyndbg.dynamo.break_reasons import BreakReason
 from dyndbg.dynamo.graphs import graph_info
 from dyndbg.dynamo.names import GRAPH_NAME, graph_number
 from dyndbg.dynamo.registry import is_resume_name
@@ -45,8 +47,22 @@ def call_view(stop: Stop) -> tuple[list[str], GraphCall | None]:
         return _graph_inputs(stop, name, site), GraphCall(stop.frame, stop.instr.index, name)
     code = getattr(site.function, "__code__", None)
     if code is not None and is_resume_name(code.co_name):
-        return _resume_inputs(code, site), None
+        reason = break_at(stop)
+        breaks = why.break_lines(reason) if reason is not None else []
+        return [*breaks, *_resume_inputs(code, site)], None
     return [], None
+
+
+def break_at(stop: Stop) -> BreakReason | None:
+    """Torch's reason for the graph break, where the instruction at the stop
+    calls the code's resume function (the stop `catch graph-break` makes)."""
+    if stop.stack is None or stop.exception is not None or not stop.entry.breaks:
+        return None
+    site = call_site(stop.instr.opname, stop.instr.arg, stop.stack)
+    code = getattr(site.function, "__code__", None) if site is not None else None
+    if code is None or not is_resume_name(code.co_name):
+        return None
+    return stop.entry.breaks[-1]
 
 
 def _graph_inputs(stop: Stop, name: str, site: CallSite) -> list[str]:

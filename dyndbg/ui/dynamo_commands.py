@@ -5,7 +5,7 @@ import types
 from typing import TYPE_CHECKING
 
 from dyndbg.cpython import call_site
-from dyndbg.dynamo import graphs, guards
+from dyndbg.dynamo import graphs, guards, why
 from dyndbg.dynamo.edits import EDITS
 from dyndbg.dynamo.names import GRAPH_NAME, find_graph_global, graph_number, readable
 from dyndbg.ui.host import Host
@@ -168,6 +168,24 @@ class DynamoCommands:
             if unevaluated:
                 host.write("  n/a: not evaluated on its own here (its value or its code does not "
                            "evaluate out of the frame)")
+
+    def do_why(self, arg: str) -> None:
+        """why
+        Why dynamo made the selected frame's code: in a resume function, the
+        graph break that made it (torch's reason, hints and the user's stack);
+        in code that breaks its graph, that break; in a recompile [i/j], the
+        older entries' failing guards for this call; in [i/0], the first compile."""
+        host = self.host
+        if arg.strip():
+            raise CommandError("usage: why")
+        entry = self._selected_entry()
+        rejected = None
+        if entry.original is not None:
+            explained = guards.explain_entry(entry.original, entry.code,
+                                             self._entry_locals_of(host.frame))
+            rejected = explained.rejected if explained is not None else None
+        for line in why.explain(entry, host.frame.f_globals, host.engine.registry, rejected):
+            host.write(line)
 
     def do_cache(self, arg: str) -> None:
         """cache [FUNC]

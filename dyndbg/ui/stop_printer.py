@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, TextIO
 
+from dyndbg.dynamo import why
 from dyndbg.engine.stop import Stop, StopReason
 from dyndbg.ui import boundaries, render
 from dyndbg.ui.values import exception_text
@@ -71,6 +72,9 @@ class StopPrinter:
             explanation = session.dynamo.entry_explanation()
             if explanation:
                 session.write(f"  {explanation}")
+            origin = why.made_by(stop.entry, stop.frame.f_globals, session.engine.registry)
+            if origin is not None and origin[1] is not None:
+                session.write(f"  made by the {origin[1].one_line()} ('why' says more)")
         if session.dynamo.graph_call is not None:
             for line in boundaries.graph_outputs(session.dynamo.graph_call, stop):
                 session.write(line)

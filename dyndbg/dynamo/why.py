@@ -1,0 +1,89 @@
+"""Why dynamo made the code at a stop: what every front end shows for `why`
+and at graph-break stops (the prompt, the editor's console), computed once.
+
+- Code whose compile broke its graph (it calls a resume function): torch's
+  reason for the break (dynamo/break_reasons.py) and the user's line.
+- A resume function: the break that made it, found as the generated code
+  whose resume global holds this function (`__resume_at_30_2`).
+- An entry `[i/j]` with j > 0: the guard that failed for each older entry,
+  as torch's own recompile check gives it (guards.explain_entry).
+- `[i/0]`: the function's first compile.
+"""
+from __future__ import annotations
+
+import types
+from typing import TYPE_CHECKING
+
+from dyndbg.dynamo.break_reasons import BreakReason
+from dyndbg.dynamo.names import RESUME_GLOBAL
+
+if TYPE_CHECKING:
+    from dyndbg.dynamo.registry import GeneratedCode, Registry
+
+
+def made_by(entry: GeneratedCode, frame_globals: dict, registry: Registry
+            ) -> tuple[GeneratedCode, BreakReason | None] | None:
+    """For a resume function: the generated code that calls it after its
+    graph break, and torch's reason for that break (None where torch gave
+    none to dyndbg: the compile ran before dyndbg was attached)."""
+    if not entry.is_resume:
+        return None
+    resume_code = entry.original if entry.original is not None else entry.code
+    for other in reversed(registry.entries()):
+        for name in other.code.co_names:
+            if RESUME_GLOBAL.fullmatch(name):
+                function = frame_globals.get(name)
+                if getattr(function, "__code__", None) is resume_code:
+                    return other, (other.breaks[-1] if other.breaks else None)
+    return None
+
+
+def break_lines(reason: BreakReason, details: bool = False) -> list[str]:
+    """The break in one or two lines (`details`: torch's explanation and hints,
+    its documentation link, and the user's whole stack)."""
+    lines = [reason.one_line()]
+    if reason.source:
+        lines.append(f"  {reason.source}")
+    if details:
+        lines += [f"  {line}" for line in reason.details]
+        if reason.link:
+            lines.append(f"  see {reason.link}")
+        if len(reason.user_stack) > 1:
+            lines.append("  user stack (innermost last):")
+            lines += [f"    {frame.filename}:{frame.lineno} in {frame.name}"
+                      for frame in reason.user_stack]
+    return lines
+
+
+def explain(entry: GeneratedCode, frame_globals: dict, registry: Registry,
+            rejected: list[tuple[str, str]] | None) -> list[str]:
+    """`why` at a stop in `entry`: why this code exists. `rejected`: the
+    older entries' failing guards for this call ([(compile id, guard)]), where
+    known."""
+    lines: list[str] = []
+    if entry.is_resume:
+        origin = made_by(entry, frame_globals, registry)
+        if origin is None:
+            lines.append(f"{entry.label()} is a resume function; the code that calls it "
+                         "is not known here")
+        else:
+            caller, reason = origin
+            lines.append(f"{entry.label()} is a resume function: {caller.label()} calls it "
+                         "after its graph break")
+            lines += break_lines(reason, details=True) if reason is not None else \
+                ["  (torch's reason is not known: that compile ran before dyndbg attached)"]
+    elif entry.compile_id is not None and not entry.compile_id.endswith("/0"):
+        lines.append(f"{entry.label()} is a recompile of {entry.function}: its older entries' "
+                     "guards failed for the call that compiled it")
+        for compile_id, guard in rejected or []:
+            lines.append(f"  [{compile_id}] guard failed: {guard}")
+        if not rejected:
+            lines.append("  (each older entry's failing guard is shown for calls it rejects)")
+    elif entry.compile_id is not None:
+        lines.append(f"{entry.label()} is the first compile of {entry.function}")
+    if entry.breaks:
+        lines.append(f"{entry.label()} ends its graph at a graph break and calls a resume "
+                     "function for the rest:")
+        for reason in entry.breaks:
+            lines += ["  " + line for line in break_lines(reason, details=True)]
+    return lines

@@ -1,0 +1,112 @@
+"""Why dynamo made the code (issue 37, first part): at each `catch
+graph-break` stop, torch's own reason for the break and the user's line; in
+a resume function, `why` names the break that made it. Checked against
+torch's own account of the same program (its list of graph-break reasons and
+`torch._dynamo.explain`), run here in-process on whichever torch the suite
+runs on, never against strings copied from one release."""
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import runpy
+from pathlib import Path
+
+import pytest
+
+from harness import ROOT, run_dyndbg, run_plain
+
+PROGRAM = ROOT / "tests" / "programs" / "five_breaks.py"
+# At a stop, above the resume call's arguments: the break, then the user's line.
+SHOWN = re.compile(r"^graph break at (\S+):(\d+): (.*?)(?: \((GB\d+)\))?\n  .*\n"
+                   r"resume function ", re.M)
+GB_LINK = re.compile(r"/gb/gb(\d+)\.html")
+
+
+@pytest.fixture(scope="module")
+def torch_account() -> tuple[list[tuple[str, int, str, str | None]], list]:
+    """(file, line, first line, GB id) of each break torch records when the
+    program's function compiles, and explain()'s break reasons."""
+    import torch
+    import torch._dynamo
+    program = runpy.run_path(str(PROGRAM))
+    torch._dynamo.reset()
+    with contextlib.redirect_stdout(io.StringIO()):
+        torch.compile(program["f"], backend="eager")(*program["inputs"]())
+        recorded = list(torch._dynamo.utils.graph_break_reasons)
+        explained = torch._dynamo.explain(program["f"])(*program["inputs"]())
+    torch._dynamo.reset()
+
+    def gb(text: str) -> str | None:
+        found = GB_LINK.search(text)
+        return f"GB{found.group(1)}" if found else None
+    return ([(Path(r.user_stack[-1].filename).name, r.user_stack[-1].lineno,
+              r.reason.strip().splitlines()[0].strip(), gb(r.reason)) for r in recorded],
+            list(explained.break_reasons))
+
+
+def test_each_graph_break_stop_gives_torchs_reason_and_the_user_line(
+        tmp_path: Path, torch_account) -> None:
+    recorded, explained = torch_account
+    run = run_dyndbg(PROGRAM, ["catch graph-break"] + ["c", "why"] * 6, tmp_path)
+    assert (run.stdout, run.returncode) == (run_plain(PROGRAM).stdout, 0), run.stderr[-2000:]
+    shown = [(file, int(line), summary, gb or None)
+             for file, line, summary, gb in SHOWN.findall(run.transcript)]
+    # The five kinds, each on the line the program marks, as torch recorded them.
+    marked = [n for n, line in enumerate(PROGRAM.read_text().splitlines(), 1)
+              if "# a " in line or "# Tensor.item()" in line or "# an explicit" in line]
+    assert len(marked) == 5 and [line for _, line, _, _ in recorded] == marked, recorded
+    assert shown == recorded, (shown, recorded)
+    # explain() reports the breaks that end a graph: each is among them.
+    for reason in explained:
+        first = reason.reason.strip().splitlines()[0].strip()
+        assert (PROGRAM.name, reason.user_stack[-1].lineno, first) in \
+            [(f, n, s) for f, n, s, _ in shown], first
+
+
+def test_why_in_a_resume_function_names_the_break_that_made_it(
+        tmp_path: Path, torch_account) -> None:
+    recorded, _ = torch_account
+    run = run_dyndbg(PROGRAM, ["catch graph-break", "c", "c", "why", "c", "why", "c", "c", "c"],
+                     tmp_path)
+    answers = run.transcript.split("(dyndbg) why\n")[1:]
+    assert len(answers) == 2, run.transcript[-3000:]
+    for answer, (file, line, summary, _) in zip(answers, recorded):
+        first, made_by = answer.splitlines()[:2]
+        assert re.fullmatch(r"torch_dynamo_resume_in_f_at_\d+ \[\d+/0\] is a resume function: "
+                            r"\S+ \[\d+/0\] calls it after its graph break", first), first
+        assert made_by.startswith(f"graph break at {file}:{line}: {summary}"), made_by
+    # At the resume function's first stop, one line says which break made it.
+    assert f"  made by the graph break at {recorded[0][0]}:{recorded[0][1]}: " \
+        f"{recorded[0][2]}" in run.transcript
+
+
+def test_the_editor_gets_the_same_why_and_each_compiles_breaks(tmp_path: Path,
+                                                                torch_account) -> None:
+    """Through DAP: `dyndbg/why` and `why` in the debug console answer as the
+    prompt does at the same stop, and each `dyndbg/compile` of code that
+    breaks its graph carries torch's reason."""
+    from dap_client import DapClient
+    from dap_session import Dap
+    from harness import child_env
+    recorded, _ = torch_account
+    cli = run_dyndbg(PROGRAM, ["b torch_dynamo_resume_in_*", "c", "why", "q"], tmp_path)
+    expected = cli.transcript.split("(dyndbg) why\n")[1].split("(dyndbg) ")[0].rstrip("\n")
+    client = DapClient.start_adapter(cwd=ROOT, env=child_env())
+    dap = Dap(client)
+    try:
+        dap.launch(PROGRAM, stop_on_entry=False,
+                   function_breakpoints=[{"name": "torch_dynamo_resume_in_*"}])
+        dap.stopped(reason="function breakpoint")
+        frame = dap.top()
+        assert client.ok("dyndbg/why", {})["text"] == expected
+        assert dap.repl("why", frame["id"]) == expected
+        breaks = [b for e in client.events if e["event"] == "dyndbg/compile"
+                  for b in e["body"].get("graphBreaks", [])]
+        assert breaks and breaks[0]["where"] == f"{recorded[0][0]}:{recorded[0][1]}", breaks
+        assert breaks[0]["reason"] == recorded[0][2] and breaks[0]["gbId"] == recorded[0][3]
+        dap.disconnect()
+    finally:
+        if client.process.poll() is None:   # type: ignore[attr-defined]
+            client.process.kill()           # type: ignore[attr-defined]
+        client.close()
