@@ -17,8 +17,9 @@ from harness import ROOT, SAMPLES, child_env
 # What differs between any two runs: where objects are (hex, or an id), torch's uuids.
 ADDRESS = re.compile(r"0x[0-9a-f]{6,}|\b\d{12,}\b|[0-9a-f]{8}(_[0-9a-f]{4}){3}_[0-9a-f]{12}")
 # What a program sees of how it was started, and how it ends: a thread
-# joined at exit, an exit handler, then an uncaught exception (or
-# KeyboardInterrupt, or an exit status) as its last word.
+# joined at exit, exit handlers, a file it never closed (written out when it
+# ends), then an uncaught exception (or KeyboardInterrupt, or an exit status)
+# as its last word.
 SHOW = """\
 import atexit, os, signal, sys, threading, time
 import torch
@@ -35,6 +36,9 @@ print("signals", signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGPIP
 print("cwd", os.getcwd(), "env", os.environ.get("DYNDBG_TEST_SHOWN"), "stdin", sys.stdin.read())
 threading.Thread(target=lambda: (time.sleep(0.2), print("thread ended"))).start()
 atexit.register(print, "exit handler ran")
+atexit.register(lambda: print("left unclosed:", open(os.environ["DYNDBG_TEST_FILE"]).read()))
+unclosed = open(os.environ["DYNDBG_TEST_FILE"], "w")
+unclosed.write("written, never closed")   # flushed when the program ends
 end = sys.argv[1] if len(sys.argv) > 1 else ""
 if end == "raise":
     raise ValueError("the last word")
@@ -52,6 +56,7 @@ def _starts(argv: list[str], cwd: Path, env_extra: dict[str, str] | None = None,
     runs = []
     for cold in ("1", "0"):
         env[warm_start.COLD] = cold
+        env["DYNDBG_TEST_FILE"] = str(cwd / f"unclosed-{cold}.txt")
         with warm_start.Popen([sys.executable, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, cwd=cwd, env=env,
                               preexec_fn=warm_start.default_sigint) as process:
@@ -82,6 +87,9 @@ def show(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_script_ends_as_in_a_new_interpreter(show: Path, end: str) -> None:
     cold, warm = _starts([os.path.join("..", show.name, "show.py"), end], cwd=show)
     assert "the last word" in cold.stderr or end != "raise"
+    for run in (cold, warm):
+        assert (show / f"unclosed-{'1' if run is cold else '0'}.txt").read_text() == \
+            "written, never closed"
     assert "thread ended" in cold.stdout and "exit handler ran" in cold.stdout
     _same(cold, warm)
 

@@ -145,11 +145,6 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
     if sys.version_info < (3, 14):
         main.__annotations__ = {}
     sys.modules["__main__"] = main
-    interrupted = []
-    # Registered first, so run last: an uncaught KeyboardInterrupt ends the
-    # program by SIGINT, after its exit handlers, as CPython's does.
-    atexit.register(lambda: interrupted and (signal.signal(signal.SIGINT, signal.SIG_DFL),
-                                             os.kill(os.getpid(), signal.SIGINT)))
     # Python's random reseeds itself in a forked child; numpy's does not.
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed()
@@ -177,16 +172,63 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
             with open(path, "rb") as source:
                 code = compile(source.read(), path, "exec")
             exec(code, main.__dict__)
-    except SystemExit:
-        raise
+    except SystemExit as exit_:
+        status = _exit_status(exit_)
     except BaseException as error:
         # The hook shows the exception's own traceback: ours dropped from it.
         error.__traceback__ = _own_frames_dropped(error.__traceback__)
         sys.excepthook(type(error), error, error.__traceback__)
-        if isinstance(error, KeyboardInterrupt):
-            interrupted.append(True)
-        sys.exit(1)
+        status = -signal.SIGINT if isinstance(error, KeyboardInterrupt) else 1
+    else:
+        status = 0
+    _end(status)
 
+
+def _exit_status(exit_: SystemExit) -> int:
+    """The status CPython ends with for this SystemExit, its message printed."""
+    code = exit_.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _end(status: int) -> None:
+    """End as CPython's finalization ends a program, up to what a program can
+    see: threads joined, exit handlers run, open files flushed, the std
+    streams flushed (status 120 where stdout cannot be), an uncaught
+    KeyboardInterrupt ending by SIGINT. The interpreter's teardown after that
+    (module dicts cleared, a last collection: 1.2 of a warm start's 1.7 s on
+    3.12 + torch 2.14.1) is skipped: Python does not promise to finalize the
+    objects still alive at exit."""
+    import gc
+    import io
+    import threading
+    threading._shutdown()  # type: ignore[attr-defined]  # what Py_FinalizeEx calls first
+    atexit._run_exitfuncs()
+    files = (io.BufferedWriter, io.BufferedRandom, io.TextIOWrapper)
+    for obj in gc.get_objects():
+        # type(), not isinstance(): that reads __class__, which a proxy answers.
+        if type(obj) in files and obj is not sys.stdout and obj is not sys.stderr:
+            try:
+                if not obj.closed:
+                    obj.flush()
+            except Exception:  # noqa: BLE001 - as CPython ignores it at teardown
+                pass
+    for stream in (sys.stdout, sys.stderr):
+        if stream is None or getattr(stream, "closed", False):
+            continue      # as CPython's flush_std_files skips a closed one
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001
+            if stream is sys.stdout and status == 0:
+                status = 120
+    if status == -signal.SIGINT:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    os._exit(status)
 
 if __name__ == "__main__":
     _become(*_serve(sys.argv[1]))

@@ -7,7 +7,10 @@ Each program is still its own process, with its own pipes, signals, exit
 status and environment; only the interpreter's start is shared. What a new
 interpreter does at start and at exit is done here as CPython does it
 (`__main__`, sys.argv, sys.path[0], the std streams, the traceback of an
-uncaught exception, threads joined and atexit run before the exit). What
+uncaught exception, threads joined, atexit run and open files flushed at the
+exit), except the teardown of the interpreter after that (module dicts
+cleared, a last collection: most of a program's exit time with torch
+loaded), which Python does not promise to a program's objects. What
 torch reads from the environment when imported cannot change after the
 server's import, so a program whose environment differs from the server's in
 anything but ALLOWED_TO_DIFFER, or whose command line is not `python SCRIPT`,
