@@ -125,7 +125,8 @@ def normalise(text: str) -> list[str]:
     text = re.sub(r"\b0x[0-9a-fA-F]{4,}\b", "0x…", text)
     text = re.sub(r"(__compiled_fn_\d+)_[0-9a-f]{8}(?:_[0-9a-f]{4}){3}_[0-9a-f]{12}",
                   r"\1_<uuid>", text)
-    text = re.sub(r"^(.*GLOBAL_STATE: .*)\(\d+ chars\)$", r"\1(N chars)", text, flags=re.M)
+    text = re.sub(r"^(.*GLOBAL_STATE: .*)\(\d+ chars\)(  \(torch's own\))?$", r"\1(N chars)\2",
+                  text, flags=re.M)
     return [line.rstrip() for line in text.splitlines()]
 
 

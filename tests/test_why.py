@@ -110,3 +110,84 @@ def test_the_editor_gets_the_same_why_and_each_compiles_breaks(tmp_path: Path,
         if client.process.poll() is None:   # type: ignore[attr-defined]
             client.process.kill()           # type: ignore[attr-defined]
         client.close()
+
+
+GUARD_PROGRAM = ROOT / "tests" / "programs" / "guard_origins.py"
+MANAGER = re.compile(r"^  \S+ +\d+ +source=(.*), type=")
+LEAF = re.compile(r"^  (?:ok|FAIL|n/a) +\d+ +\w+: .*?(?:  # (\S+):(\d+)|  \(torch's own\))$")
+
+
+def test_each_guards_line_is_the_last_frame_of_torchs_user_stack(tmp_path: Path) -> None:
+    """`guards` gives, for each guard, the line that installed it: the last
+    frame of the user stack torch keeps on the Guard (guard_export_fn)."""
+    import torch
+    import torch._dynamo
+    program = runpy.run_path(str(GUARD_PROGRAM))
+    exported: dict[str, set[int]] = {}
+
+    def export(guards) -> None:  # type: ignore[no-untyped-def]
+        for guard in guards:
+            if guard.user_stack:
+                exported.setdefault(guard.name, set()).add(guard.user_stack[-1].lineno)
+    torch._dynamo.reset()
+    torch._dynamo.optimize("eager", guard_export_fn=export)(program["f"])(*program["inputs"]())
+    torch._dynamo.reset()
+    run = run_dyndbg(GUARD_PROGRAM, ["guards", "c"], tmp_path)
+    listing = run.transcript.split("(dyndbg) guards\n")[1].split("(dyndbg) ")[0].splitlines()
+    shown: dict[str, set[int]] = {}
+    source = ""
+    for line in listing:
+        manager, leaf = MANAGER.match(line), LEAF.match(line)
+        if manager:
+            source = manager.group(1)
+        elif leaf and leaf.group(1):
+            assert leaf.group(1) == GUARD_PROGRAM.name, line
+            shown.setdefault(source, set()).add(int(leaf.group(2)))
+    # The three kinds, each on the line the program marks.
+    marked = {n for n, text in enumerate(GUARD_PROGRAM.read_text().splitlines(), 1)
+              if "# a global" in text or "# a dict" in text or "# an argument" in text}
+    assert {line for lines in shown.values() for line in lines} == marked, (shown, listing)
+    for name, lines in shown.items():
+        assert lines <= exported.get(name, set()), (name, lines, exported)
+    assert {k: v for k, v in exported.items() if v & marked}.keys() <= shown.keys(), (shown, exported)
+
+
+RECOMPILES = ROOT / "tests" / "programs" / "recompiles.py"
+BECAUSE = re.compile(r"^ +compiled because \[(\d+/\d+)\] failed (.*)  \((\S+)\)$", re.M)
+
+
+def test_cache_and_why_give_torchs_reasons_for_each_recompile(tmp_path: Path) -> None:
+    """What compiled [0/1] and [0/2]: each older entry's failing guard as
+    torch's guard_fail_fn receives it, with the line guard_export_fn's user
+    stack gives that guard."""
+    import torch
+    import torch._dynamo
+    step = runpy.run_path(str(RECOMPILES))["step"]
+    failed: list[str] = []
+    lines: dict[str, int] = {}
+
+    def export(guards) -> None:  # type: ignore[no-untyped-def]
+        lines.update({g.name: g.user_stack[-1].lineno for g in guards if g.user_stack})
+    torch._dynamo.reset()
+    compiled = torch._dynamo.optimize("eager", guard_fail_fn=lambda fail: failed.append(fail.reason),
+                                      guard_export_fn=export)(step)
+    for i in range(3):
+        step.__globals__["calls"] = i
+        compiled(torch.ones(2))
+    torch._dynamo.reset()
+    # torch's text: "0/0: <the guard's code>", maybe with its comment after "  # ".
+    torch_said = [tuple(text.split("\n")[0].split("  # ")[0].strip().split(": ", 1))
+                  for text in failed]
+    assert len(torch_said) == 3, failed         # [0/1]: 0/0's; [0/2]: 0/1's and 0/0's
+
+    run = run_dyndbg(RECOMPILES, ["b step", "c", "c", "cache", "why", "c"], tmp_path)
+    cache = run.transcript.split("(dyndbg) cache\n")[1].split("(dyndbg) ")[0]
+    shown = BECAUSE.findall(cache)
+    assert sorted((older, guard) for older, guard, _ in shown) == sorted(torch_said), (shown, failed)
+    marked = next(n for n, text in enumerate(RECOMPILES.read_text().splitlines(), 1)
+                  if "# the global" in text)
+    assert {where for _, _, where in shown} == {f"{RECOMPILES.name}:{marked}"}
+    assert lines.get("G['calls']") == marked, lines
+    answer = run.transcript.split("(dyndbg) why\n")[1].split("(dyndbg) ")[0]
+    assert answer.startswith("step [0/2] is a recompile of step"), answer
+    assert all(f"[{older}] failed {guard}" in answer for older, guard in torch_said[1:]), answer

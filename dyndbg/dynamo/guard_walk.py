@@ -4,6 +4,9 @@ trees are and how they are read, versions.py for how releases differ)."""
 from __future__ import annotations
 
 import builtins
+import os
+import re
+import sys
 from dataclasses import dataclass
 from typing import Callable
 
@@ -24,6 +27,16 @@ class GuardLine:
     guard: object | None = None      # the leaf guard itself; None on a manager line
     code: str = ""                   # a leaf's code (a relation's, on each of its lines)
     hint: str = ""                   # torch's "(HINT: ...)" to a leaf, kept out of text
+
+    @property
+    def origin(self) -> str | None:
+        """Where the guard came from: `file.py:12`, the user's line that made
+        dynamo install it (the last frame of torch's Guard.user_stack, as torch
+        writes it after the code), or "torch" for a guard torch installs itself
+        (grad mode, global state, its own files). None on a manager's line."""
+        if self.guard is None:
+            return None
+        return installed_at(self.comment)
 
     @property
     def relational(self) -> bool:
@@ -72,6 +85,30 @@ def split_part(part: str) -> tuple[str, str, str]:
     part, hint = versions.split_hint(part)
     code, _, comment = part.partition("  # ")
     return code.strip(), comment.strip(), hint
+
+
+# The end of torch's comment: `<user line>  # <file>:<line> in <function>`
+# (torch.utils._traceback.format_frame, the same on torch 2.13-2.15).
+_LOCATION = re.compile(r"(?:^|  # )([^#]*?):(\d+) in (\S+)$")
+
+
+def installed_at(comment: str) -> str:
+    """`file.py:12` from a guard's comment, or "torch" where torch installed it
+    itself (no user frame, or a frame in torch's own files)."""
+    found = _LOCATION.search(comment)
+    if found is None:
+        return "torch"
+    file, line = found.group(1).strip(), found.group(2)
+    if _is_torch_file(file):
+        return "torch"
+    return f"{os.path.basename(file)}:{line}"
+
+
+def _is_torch_file(shortened: str) -> bool:
+    """Torch writes its own files relative to its package folder."""
+    torch = sys.modules.get("torch")
+    folder = os.path.dirname(getattr(torch, "__file__", "") or "")
+    return bool(folder) and os.path.isfile(os.path.join(folder, shortened))
 
 
 def code_only(part: str) -> str:

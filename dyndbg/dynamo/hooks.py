@@ -15,7 +15,7 @@ import os
 import types
 from typing import TYPE_CHECKING, Callable
 
-from dyndbg.dynamo import break_reasons
+from dyndbg.dynamo import break_reasons, recompile_reasons
 from dyndbg.dynamo.registry import Registry
 from dyndbg.faults import maybe_fault
 
@@ -74,6 +74,7 @@ class DynamoHooks:
         self._previous_callback: Callable[[types.CodeType], None] | None = None
         self._callback: Callable[[types.CodeType], None] = self._code_callback   # what torch calls
         self._breaks_mark = 0   # torch's list of graph-break reasons, when the compile started
+        self._failures_seen: dict[int, int] = {}   # id(original) -> torch's failing guards read
 
     # -- installation -----------------------------------------------------
     def shield(self, *functions: Callable[..., object] | types.CodeType) -> None:
@@ -156,8 +157,10 @@ class DynamoHooks:
             maybe_fault("hook")
             breaks = break_reasons.since(self._breaks_mark)
             self._breaks_mark = break_reasons.mark()
+            because = recompile_reasons.since(code, self._failures_seen.get(id(code), 0))
+            self._failures_seen[id(code)] = recompile_reasons.count(code)
             entry = self.registry.add_transformed(code, new_code, current_compile_id(),
-                                                  breaks=breaks)
+                                                  breaks=breaks, because=because)
             if entry.has_marker:
                 # Unhooked, torch would start its own debugger at the marker.
                 self.set_callback_active(True)

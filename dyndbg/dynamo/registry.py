@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from dyndbg.dynamo.break_reasons import BreakReason
+from dyndbg.dynamo.recompile_reasons import RecompileReason
 from dyndbg.dynamo.markers import has_marker
 
 # torch 2.x names resume functions torch_dynamo_resume_in_<fn>_at_<line>;
@@ -36,6 +37,7 @@ class GeneratedCode:
     has_marker: bool = False             # holds torch's <BREAKPOINT> marker
     edited: frozenset[int] | None = None  # a cache edit's code: the indexes it changed
     breaks: tuple[BreakReason, ...] = ()  # the graph breaks its compile made (torch's reasons)
+    because: tuple[RecompileReason, ...] = ()  # older entries' failing guards that compiled it
 
     @property
     def function(self) -> str:
@@ -71,11 +73,13 @@ class Registry:
     def add_transformed(self, original: types.CodeType | None, new: types.CodeType,
                         compile_id: str | None,
                         edited: frozenset[int] | None = None,
-                        breaks: tuple[BreakReason, ...] = ()) -> GeneratedCode:
+                        breaks: tuple[BreakReason, ...] = (),
+                        because: tuple[RecompileReason, ...] = ()) -> GeneratedCode:
         if compile_id is not None:
             compile_id = compile_id.split("_")[0]  # "0/0_1" is attempt 1 of 0/0
         entry = GeneratedCode(new, "transformed", original, compile_id, len(self._by_id),
-                              has_marker=has_marker(new), edited=edited, breaks=breaks)
+                              has_marker=has_marker(new), edited=edited, breaks=breaks,
+                              because=because)
         self.has_markers = self.has_markers or entry.has_marker
         if original is not None:
             self._transformed_from.add(id(original))

@@ -5,8 +5,9 @@ and at graph-break stops (the prompt, the editor's console), computed once.
   reason for the break (dynamo/break_reasons.py) and the user's line.
 - A resume function: the break that made it, found as the generated code
   whose resume global holds this function (`__resume_at_30_2`).
-- An entry `[i/j]` with j > 0: the guard that failed for each older entry,
-  as torch's own recompile check gives it (guards.explain_entry).
+- An entry `[i/j]` with j > 0: the guard that failed for each older entry
+  when it was compiled, as torch recorded it (dynamo/recompile_reasons.py),
+  and for this call (guards.explain_entry).
 - `[i/0]`: the function's first compile.
 """
 from __future__ import annotations
@@ -73,12 +74,13 @@ def explain(entry: GeneratedCode, frame_globals: dict, registry: Registry,
             lines += break_lines(reason, details=True) if reason is not None else \
                 ["  (torch's reason is not known: that compile ran before dyndbg attached)"]
     elif entry.compile_id is not None and not entry.compile_id.endswith("/0"):
-        lines.append(f"{entry.label()} is a recompile of {entry.function}: its older entries' "
-                     "guards failed for the call that compiled it")
-        for compile_id, guard in rejected or []:
-            lines.append(f"  [{compile_id}] guard failed: {guard}")
-        if not rejected:
-            lines.append("  (each older entry's failing guard is shown for calls it rejects)")
+        lines.append(f"{entry.label()} is a recompile of {entry.function}: for the call that "
+                     "compiled it, each older entry failed a guard (torch's account):")
+        lines += [f"  {reason.one_line()}" for reason in entry.because] or \
+            ["  (not known: that compile ran before dyndbg attached)"]
+        if rejected:
+            lines.append("for this call:")
+            lines += [f"  [{compile_id}] guard failed: {guard}" for compile_id, guard in rejected]
     elif entry.compile_id is not None:
         lines.append(f"{entry.label()} is the first compile of {entry.function}")
     if entry.breaks:

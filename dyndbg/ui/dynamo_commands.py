@@ -127,7 +127,9 @@ class DynamoCommands:
     def do_guards(self, arg: str) -> None:
         """guards [all]
         The guards of the cache entry that is running, evaluated against this
-        call's inputs (each guard passed or failed); 'all' for every entry."""
+        call's inputs (each guard passed or failed), each with the line of
+        yours that made dynamo install it (`# file.py:12`), or "(torch's own)"
+        for one torch installs itself; 'all' for every entry."""
         host = self.host
         if arg.strip() not in ("", "all"):
             raise CommandError("usage: guards [all]")
@@ -159,7 +161,11 @@ class DynamoCommands:
                         None: "    " if line.number is None else "n/a "}[line.passed]
                 unevaluated = unevaluated or mark == "n/a "
                 number = "" if line.number is None else str(line.number)
-                host.write(cut(f"  {mark} {number:>3}{'  ' * line.depth}{line.text}", 163))
+                # Where the guard came from, kept whole however long the guard.
+                origin = "" if line.origin is None else \
+                    ("  (torch's own)" if line.origin == "torch" else f"  # {line.origin}")
+                host.write(cut(f"  {mark} {number:>3}{'  ' * line.depth}{line.text}",
+                               163 - len(origin)) + origin)
                 if line.reason:
                     # Torch's hint (why dynamo guarded this) is kept out of the code and
                     # shown only where it helps: under the guard that failed.
@@ -190,7 +196,9 @@ class DynamoCommands:
     def do_cache(self, arg: str) -> None:
         """cache [FUNC]
         The cache entries of the selected frame's function (or FUNC): compile id,
-        the graphs and resume functions its code calls, guard count, backend.
+        the graphs and resume functions its code calls, guard count, backend,
+        and why dynamo compiled it (the first compile, or each older entry's
+        failing guard with the line that installed it, as torch recorded it).
         Most recently used first, as dynamo tries them."""
         host = self.host
         if arg.strip():
@@ -213,6 +221,12 @@ class DynamoCommands:
                 host.write(f"{marker} [{e.compile_id}]  guards {e.guard_count}  "
                            f"backend {e.backend or '?'}  calls {', '.join(called) or 'nothing'}"
                            + (f"  ({evicted})" if evicted else ""))
+                generated = host.engine.registry.by_id.get(id(e.code))
+                if generated is not None and generated.because:
+                    for reason in generated.because:
+                        host.write(f"     compiled because {reason.one_line()}")
+                elif generated is not None and (e.compile_id or "").endswith("/0"):
+                    host.write("     compiled: the first compile")
 
     def _selected_entry(self) -> GeneratedCode:
         entry = self.host.engine.entry_for(self.host.frame.f_code)
