@@ -25,7 +25,6 @@ def _serve(path: str) -> tuple[dict[str, Any], list[int]]:
     """Import torch, then fork a child per request until stdin ends. Returns
     only in a child: its request and its three std fds."""
     import warnings
-    warnings.filterwarnings("ignore", message=".*fork", category=DeprecationWarning)
     for name in PRELOADED:
         __import__(name)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -48,7 +47,11 @@ def _serve(path: str) -> tuple[dict[str, Any], list[int]]:
             if key.fileobj is listener:
                 conn, _ = listener.accept()
                 packet, fds, _, _ = socket.recv_fds(conn, PACKET, 3)
-                pid = os.fork()
+                with warnings.catch_warnings():
+                    # 3.12+ warns that the server has threads (torch's pool): the child
+                    # is a program that does not use it, and gets its filters back.
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    pid = os.fork()
                 if pid == 0:
                     selector.close()
                     for fd in (listener, conn):
