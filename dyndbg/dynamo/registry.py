@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from dyndbg.dynamo.break_reasons import BreakReason
-from dyndbg.dynamo.recompile_reasons import RecompileReason
 from dyndbg.dynamo.markers import has_marker
+from dyndbg.dynamo.recompile_reasons import RecompileReason
 
 # torch 2.x names resume functions torch_dynamo_resume_in_<fn>_at_<line>;
 # older releases used "<resume in fn>".

@@ -12,8 +12,7 @@ and at graph-break stops (the prompt, the editor's console), computed once.
 """
 from __future__ import annotations
 
-import types
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from dyndbg.dynamo.break_reasons import BreakReason
 from dyndbg.dynamo.names import RESUME_GLOBAL
@@ -22,8 +21,14 @@ if TYPE_CHECKING:
     from dyndbg.dynamo.registry import GeneratedCode, Registry
 
 
-def made_by(entry: GeneratedCode, frame_globals: dict, registry: Registry
-            ) -> tuple[GeneratedCode, BreakReason | None] | None:
+class Origin(NamedTuple):
+    """What made a resume function: the code that calls it after its graph break."""
+
+    caller: GeneratedCode
+    reason: BreakReason | None     # torch's, or None: that compile ran before dyndbg attached
+
+
+def made_by(entry: GeneratedCode, frame_globals: dict, registry: Registry) -> Origin | None:
     """For a resume function: the generated code that calls it after its
     graph break, and torch's reason for that break (None where torch gave
     none to dyndbg: the compile ran before dyndbg was attached)."""
@@ -35,7 +40,7 @@ def made_by(entry: GeneratedCode, frame_globals: dict, registry: Registry
             if RESUME_GLOBAL.fullmatch(name):
                 function = frame_globals.get(name)
                 if getattr(function, "__code__", None) is resume_code:
-                    return other, (other.breaks[-1] if other.breaks else None)
+                    return Origin(other, other.breaks[-1] if other.breaks else None)
     return None
 
 
@@ -68,10 +73,9 @@ def explain(entry: GeneratedCode, frame_globals: dict, registry: Registry,
             lines.append(f"{entry.label()} is a resume function; the code that calls it "
                          "is not known here")
         else:
-            caller, reason = origin
-            lines.append(f"{entry.label()} is a resume function: {caller.label()} calls it "
-                         "after its graph break")
-            lines += break_lines(reason, details=True) if reason is not None else \
+            lines.append(f"{entry.label()} is a resume function: {origin.caller.label()} calls "
+                         "it after its graph break")
+            lines += break_lines(origin.reason, details=True) if origin.reason is not None else \
                 ["  (torch's reason is not known: that compile ran before dyndbg attached)"]
     elif entry.compile_id is not None and not entry.compile_id.endswith("/0"):
         lines.append(f"{entry.label()} is a recompile of {entry.function}: for the call that "

@@ -73,8 +73,8 @@ class StopPrinter:
             if explanation:
                 session.write(f"  {explanation}")
             origin = why.made_by(stop.entry, stop.frame.f_globals, session.engine.registry)
-            if origin is not None and origin[1] is not None:
-                session.write(f"  made by the {origin[1].one_line()} ('why' says more)")
+            if origin is not None and origin.reason is not None:
+                session.write(f"  made by the {origin.reason.one_line()} ('why' says more)")
         if session.dynamo.graph_call is not None:
             for line in boundaries.graph_outputs(session.dynamo.graph_call, stop):
                 session.write(line)
