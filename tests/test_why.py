@@ -191,3 +191,45 @@ def test_cache_and_why_give_torchs_reasons_for_each_recompile(tmp_path: Path) ->
     answer = run.transcript.split("(dyndbg) why\n")[1].split("(dyndbg) ")[0]
     assert answer.startswith("step [0/2] is a recompile of step"), answer
     assert all(f"[{older}] failed {guard}" in answer for older, guard in torch_said[1:]), answer
+
+
+GIVES_UP = ROOT / "tests" / "programs" / "gives_up.py"
+
+
+def test_when_dynamo_gives_up_one_line_says_so_with_torchs_last_reason(tmp_path: Path) -> None:
+    """Past config.recompile_limit the function runs eagerly and never reaches
+    dyndbg again: one line on dyndbg's output says so, with the limit and
+    torch's last reason (the newest entry's failing guard) and its line."""
+    import logging
+
+    import torch
+    import torch._dynamo
+    said: list[tuple] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "recompile_limit" in str(record.args):
+                said.append(tuple(record.args or ()))
+    keep = Keep()
+    logging.getLogger("torch._dynamo.convert_frame").addHandler(keep)
+    try:
+        program = runpy.run_path(str(GIVES_UP))
+        torch._dynamo.reset()
+        compiled = torch.compile(program["f"], backend="eager")
+        for i in range(torch._dynamo.config.recompile_limit + 2):
+            program["f"].__globals__["n"] = i
+            compiled(torch.ones(1))
+        torch._dynamo.reset()
+    finally:
+        logging.getLogger("torch._dynamo.convert_frame").removeHandler(keep)
+    assert len(said) == 1, said
+    limit, value, _, last = said[0][:4]     # then torch's troubleshooting link
+    older, guard = str(last).split("\n")[0].split("  # ")[0].strip().split(": ", 1)
+
+    run = run_dyndbg(GIVES_UP, ["c"], tmp_path)
+    assert (run.stdout, run.returncode) == (run_plain(GIVES_UP).stdout, 0)
+    [line] = [t for t in run.transcript.splitlines() if "gave up" in t]
+    marked = next(n for n, text in enumerate(GIVES_UP.read_text().splitlines(), 1)
+                  if "# the global" in text)
+    assert f"config.{limit} ({value})" in line and "'f'" in line, line
+    assert line.endswith(f"[{older}] failed {guard}  ({GIVES_UP.name}:{marked})"), (line, last)

@@ -15,7 +15,7 @@ import os
 import types
 from typing import TYPE_CHECKING, Callable
 
-from dyndbg.dynamo import break_reasons, recompile_reasons
+from dyndbg.dynamo import break_reasons, give_ups, recompile_reasons
 from dyndbg.dynamo.registry import Registry
 from dyndbg.faults import maybe_fault
 
@@ -59,7 +59,8 @@ class DynamoHooks:
                  on_compile_start: Callable[[], None],
                  on_compile_end: Callable[[], None],
                  report_error: Callable[[str, BaseException], None],
-                 force_fallback: bool = False) -> None:
+                 force_fallback: bool = False,
+                 notice: Callable[[str], None] | None = None) -> None:
         self.registry = registry
         self._on_code_start = on_code_start
         self._on_compile_start = on_compile_start
@@ -75,6 +76,8 @@ class DynamoHooks:
         self._callback: Callable[[types.CodeType], None] = self._code_callback   # what torch calls
         self._breaks_mark = 0   # torch's list of graph-break reasons, when the compile started
         self._failures_seen: dict[int, int] = {}   # id(original) -> torch's failing guards read
+        self._notice = notice                      # one line on dyndbg's own output
+        self._give_ups: give_ups.GiveUpHandler | None = None
 
     # -- installation -----------------------------------------------------
     def shield(self, *functions: Callable[..., object] | types.CodeType) -> None:
@@ -86,6 +89,8 @@ class DynamoHooks:
         self.shield(self._bytecode_hook, self._code_callback, self._compile_start,
                     self._compile_end)
         self._handle = convert_frame.register_bytecode_hook(self._bytecode_hook)
+        if self._notice is not None:
+            self._give_ups = give_ups.install(self._gave_up)
         handler = torch._dynamo.callback_handler
         handler.register_start_callback(self._compile_start)
         handler.register_end_callback(self._compile_end)
@@ -143,6 +148,9 @@ class DynamoHooks:
             if self._handle is not None:
                 self._handle.remove()
                 self._handle = None
+            if self._give_ups is not None:
+                give_ups.remove(self._give_ups)
+                self._give_ups = None
             torch._dynamo.callback_handler.remove_start_callback(self._compile_start)
             torch._dynamo.callback_handler.remove_end_callback(self._compile_end)
         except Exception:  # noqa: BLE001 - already gone
@@ -167,6 +175,15 @@ class DynamoHooks:
         except BaseException as error:  # noqa: BLE001 - never break dynamo's compile
             self._report_error("bytecode hook", error)
         return None
+
+    def _gave_up(self, give_up: give_ups.GiveUp) -> None:
+        """Dynamo stopped compiling a function: say so, once, where stops go."""
+        if self._quiet or self._notice is None:
+            return
+        try:
+            self._notice(give_up.one_line())
+        except BaseException as error:  # noqa: BLE001 - called from torch's logging
+            self._report_error("recompile-limit notice", error)
 
     def _code_callback(self, code: types.CodeType) -> None:
         # Called from C++: an exception escaping here aborts the process.

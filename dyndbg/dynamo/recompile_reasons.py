@@ -60,10 +60,10 @@ def since(original: types.CodeType, start: int) -> tuple[RecompileReason, ...]:
         return ()
     if start > len(failures):
         start = 0       # torch reset its table in between
-    return tuple(_parse(str(text)) for text in failures[start:])
+    return tuple(parse(str(text)) for text in failures[start:])
 
 
-def _parse(text: str) -> RecompileReason:
+def parse(text: str) -> RecompileReason:
     first = text.strip().split("\nUser stack trace:")[0].strip()
     found = _OLDER.match(first)
     older, rest = (found.group(1).split("_")[0], found.group(2)) if found else ("?", first)

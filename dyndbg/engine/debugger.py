@@ -62,7 +62,8 @@ class Engine:
         self._mode = Mode()
         self.detached = False
         self.hooks = DynamoHooks(self.registry, self._on_code_start, self._suspend,
-                                 self._resume, self.internal_error, force_fallback)
+                                 self._resume, self.internal_error, force_fallback,
+                                 notice=frontend.message)
         self.snapshots = Snapshots()    # the stacks read, for exception stops and `up`
         self.failures = FailureLog()                   # for post_mortem()
         self.history = History()                       # `record on`: what ran, to step back

@@ -1,0 +1,17 @@
+"""A function dynamo compiles again for each new value of a global, until it
+hits config.recompile_limit and gives up (tests/test_why.py)."""
+import torch
+
+n = 0
+
+
+def f(x):
+    return x + n                       # the global each compile guards
+
+
+if __name__ == "__main__":
+    compiled = torch.compile(f, backend="eager")
+    for i in range(torch._dynamo.config.recompile_limit + 2):
+        n = i
+        compiled(torch.ones(1))
+    print("done", torch._dynamo.config.recompile_limit)
