@@ -1,0 +1,92 @@
+"""What dyndbg costs dynamo's compiles, measured side by side in one run.
+
+In one process, compiles alternate with dyndbg attached (its hooks reading
+torch's graph-break reasons and recompile reasons as each compile ends,
+`continue` at the first stop) and without it: each round resets dynamo, then
+compiles tests/programs/five_breaks.py's function (five graph breaks, six
+compiles) and tests/programs/recompiles.py's (three compiles, two of them
+recompiles). The ratio is the median of the per-round ratios, so the
+machine's drift cancels. Prints; checks nothing.
+
+    python bench/compile_time.py [--rounds R]
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import runpy
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch._dynamo
+
+PROGRAMS = Path(__file__).resolve().parent.parent / "tests" / "programs"
+torch.set_num_threads(1)
+
+
+def compile_all() -> float:
+    """Seconds to compile (and run once) both programs' functions from scratch."""
+    breaks = runpy.run_path(str(PROGRAMS / "five_breaks.py"))
+    step = runpy.run_path(str(PROGRAMS / "recompiles.py"))["step"]
+    torch._dynamo.reset()
+    start = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):
+        torch.compile(breaks["f"], backend="eager")(*breaks["inputs"]())
+        compiled = torch.compile(step, backend="eager")
+        for i in range(3):
+            step.__globals__["calls"] = i
+            compiled(torch.ones(2))
+    return time.perf_counter() - start
+
+
+def timed_reading() -> list[float]:
+    """Time spent in reading torch's reasons (what `why` adds to each compile),
+    summed into the returned list's one element."""
+    from dyndbg.dynamo import break_reasons, recompile_reasons
+    spent = [0.0]
+    for module in (break_reasons, recompile_reasons):
+        for name in ("since", "mark", "count"):
+            function = getattr(module, name, None)
+            if function is None:
+                continue
+
+            def wrapper(*args, _function=function):  # type: ignore[no-untyped-def]
+                start = time.perf_counter()
+                try:
+                    return _function(*args)
+                finally:
+                    spent[0] += time.perf_counter() - start
+            setattr(module, name, wrapper)
+    return spent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    from dyndbg.attach import attach
+    reading = timed_reading()
+
+    compile_all()      # imports and first-use costs, outside the timing
+    plain, debugged = [], []
+    for _ in range(args.rounds):
+        plain.append(compile_all())
+        engine = attach(io.StringIO(), ["continue"], read_rc=False)
+        debugged.append(compile_all())
+        engine.detach()
+    ratios = [d / p for p, d in zip(plain, debugged)]
+    print(f"torch {torch.__version__}, Python {sys.version.split()[0]}, {args.rounds} rounds")
+    print(f"compiles (9, 5 graph breaks, 2 recompiles), plain {statistics.median(plain):.3f} s, "
+          f"under dyndbg {statistics.median(debugged):.3f} s, "
+          f"ratio {statistics.median(ratios):.3f} (the whole debugger attached)")
+    print(f"of which reading torch's graph-break and recompile reasons: "
+          f"{reading[0] / args.rounds * 1000:.3f} ms a round "
+          f"({reading[0] / sum(debugged) * 100:.2f}% of the compile time under dyndbg)")
+
+
+if __name__ == "__main__":
+    main()
