@@ -22,7 +22,7 @@ from __future__ import annotations
 import types
 from typing import NamedTuple
 
-from dyndbg.dynamo import live_entries
+from dyndbg.dynamo import live_entries, recompile_reasons
 from dyndbg.dynamo.live_entries import CacheError
 from dyndbg.dynamo.hooks import current_compile_id, shield
 from dyndbg.dynamo.edit_types import Cause, CompileCause, Switch, switches_bypassed
@@ -168,8 +168,4 @@ def _own_failures(reasons: list[str], own: dict[str, str]) -> str:
 
 def _torch_reasons(original: types.CodeType) -> list:
     """The guard failures torch recorded for `original`'s recompiles, oldest first."""
-    try:
-        from torch._dynamo.utils import guard_failures
-    except ImportError:
-        return []
-    return list(guard_failures.get(original, ()))
+    return list(recompile_reasons.failures(original) or ())

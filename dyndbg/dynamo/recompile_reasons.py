@@ -35,7 +35,8 @@ class RecompileReason(NamedTuple):
         return f"[{self.older}] failed {self.guard}  ({origin})"
 
 
-def _failures(original: types.CodeType) -> list | None:
+def failures(original: types.CodeType) -> list | None:
+    """Torch's own list of failing-guard texts for `original` (None: none kept)."""
     utils = sys.modules.get("torch._dynamo.utils")
     table = getattr(utils, "guard_failures", None)
     if table is None:
@@ -49,18 +50,18 @@ def _failures(original: types.CodeType) -> list | None:
 
 def count(original: types.CodeType) -> int:
     """How many failures torch holds for this function now."""
-    failures = _failures(original)
-    return len(failures) if failures is not None else 0
+    found = failures(original)
+    return len(found) if found is not None else 0
 
 
 def since(original: types.CodeType, start: int) -> tuple[RecompileReason, ...]:
     """The failing guards torch recorded for `original` after `start`."""
-    failures = _failures(original)
-    if not failures:
+    found = failures(original)
+    if not found:
         return ()
-    if start > len(failures):
+    if start > len(found):
         start = 0       # torch reset its table in between
-    return tuple(parse(str(text)) for text in failures[start:])
+    return tuple(parse(str(text)) for text in found[start:])
 
 
 def parse(text: str) -> RecompileReason:
