@@ -33,6 +33,8 @@ for stream in (sys.stdin, sys.stdout, sys.stderr):
           stream.write_through, stream.isatty(), type(stream.buffer).__name__)
 print("signals", signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGPIPE),
       signal.getsignal(signal.SIGCHLD))
+import gc   # the collector sees torch's objects, as a new interpreter's does
+print("referrers", any(r is vars(torch) for r in gc.get_referrers(torch.nn)))
 print("cwd", os.getcwd(), "env", os.environ.get("DYNDBG_TEST_SHOWN"), "stdin", sys.stdin.read())
 threading.Thread(target=lambda: (time.sleep(0.2), print("thread ended"))).start()
 atexit.register(print, "exit handler ran")

@@ -8,6 +8,7 @@ the fork: what the tests import never reaches the programs.
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import os
 import selectors
@@ -17,16 +18,81 @@ import sys
 from typing import Any
 
 PRELOADED = ("torch", "torch._dynamo")
+_GET_OBJECTS = gc.get_objects   # the collector's own, never the thawing one
 READY = b"ready\n"
 PACKET = 1 << 20
 
+# What the probe compiles: a graph break, aot_eager forward and backward, and
+# eager, as the suite's programs do. Its first compile imports some 460
+# modules (fx passes, AOT autograd, sympy, networkx, ...): half a second a
+# program on torch 2.15, paid once here instead.
+PROBE = """
+import torch
+def f(x):
+    y = x.sin() * 2
+    torch._dynamo.graph_break()
+    return (y + 1).sum()
+x = torch.ones(3, requires_grad=True)
+torch.compile(f, backend="aot_eager")(x).backward()
+torch.compile(lambda x: x.cos() + 1, backend="eager")(torch.ones(2))
+"""
+
+
+def _compile_imports() -> list[str]:
+    """The modules a program's first compiles import, in import order, found
+    by a probe forked from here (so that nothing of its compile, counters
+    and caches included, is in the server). [] where the probe failed, or
+    where those imports warned (a program would have shown the warning)."""
+    import warnings
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        payload: dict[str, Any] = {"modules": []}
+        try:
+            os.close(read_end)
+            before = set(sys.modules)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                exec(compile(PROBE, "<warm-start probe>", "exec"), {"__name__": "__probe__"})
+            payload = {"modules": [name for name in sys.modules if name not in before],
+                       "warned": bool(caught)}
+        finally:
+            data = json.dumps(payload).encode()
+            while data:
+                data = data[os.write(write_end, data):]
+            os._exit(0)
+    os.close(write_end)
+    chunks = []
+    while chunk := os.read(read_end, 1 << 16):
+        chunks.append(chunk)
+    os.close(read_end)
+    os.waitpid(pid, 0)
+    try:
+        found = json.loads(b"".join(chunks))
+    except ValueError:
+        return []
+    return [] if found.get("warned", True) else found["modules"]
+
 
 def _serve(path: str) -> tuple[dict[str, Any], list[int]]:
-    """Import torch, then fork a child per request until stdin ends. Returns
-    only in a child: its request and its three std fds."""
+    """Import torch and what its first compiles import, then fork a child per
+    request until stdin ends. Returns only in a child: its request and its
+    three std fds."""
     import warnings
     for name in PRELOADED:
         __import__(name)
+    for name in _compile_imports():
+        if name not in sys.modules:
+            try:
+                __import__(name)
+            except Exception:  # noqa: BLE001 - a program imports it itself then
+                pass
+    # The server's objects move out of the collector's sight: a child then
+    # neither scans them at its exit (which would copy every page holding one,
+    # 0.2 s a program on torch 2.15) nor in its collections. A child's first
+    # gc.get_objects or gc.get_referrers brings them back (_thaw_on_use).
+    gc.collect()
+    gc.freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(path)
     listener.listen(64)
@@ -148,6 +214,7 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
     if sys.version_info < (3, 14):
         main.__annotations__ = {}
     sys.modules["__main__"] = main
+    _thaw_on_use()
     # Python's random reseeds itself in a forked child; numpy's does not.
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed()
@@ -187,6 +254,26 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
     _end(status)
 
 
+def _thaw_on_use() -> None:
+    """The server froze its objects (gc.freeze): the first time the program
+    asks the collector what objects there are, or which refer to one, they
+    are thawed first, so that it sees every object a new interpreter would."""
+    originals = {name: getattr(gc, name) for name in ("get_objects", "get_referrers")}
+
+    def thawing(name: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            for each, original in originals.items():
+                setattr(gc, each, original)
+            gc.unfreeze()
+            return originals[name](*args, **kwargs)
+        call.__name__ = call.__qualname__ = name
+        call.__doc__ = originals[name].__doc__
+        return call
+
+    for name in originals:
+        setattr(gc, name, thawing(name))
+
+
 def _exit_status(exit_: SystemExit) -> int:
     """The status CPython ends with for this SystemExit, its message printed."""
     code = exit_.code
@@ -206,13 +293,14 @@ def _end(status: int) -> None:
     (module dicts cleared, a last collection: 1.2 of a warm start's 1.7 s on
     3.12 + torch 2.14.1) is skipped: Python does not promise to finalize the
     objects still alive at exit."""
-    import gc
     import io
     import threading
     threading._shutdown()  # type: ignore[attr-defined]  # what Py_FinalizeEx calls first
     atexit._run_exitfuncs()
     files = (io.BufferedWriter, io.BufferedRandom, io.TextIOWrapper)
-    for obj in gc.get_objects():
+    # Unless the program thawed them, the server's objects stay out of this
+    # scan: no file of the program's is among them.
+    for obj in _GET_OBJECTS():
         # type(), not isinstance(): that reads __class__, which a proxy answers.
         if type(obj) in files and obj is not sys.stdout and obj is not sys.stderr:
             try:

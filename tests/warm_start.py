@@ -17,8 +17,13 @@ anything but ALLOWED_TO_DIFFER, or whose command line is not `python SCRIPT`,
 `python -m MODULE` or `python -c CODE`, starts cold, as does every program
 where DYNDBG_TEST_COLD_STARTS=1. test_cli.py starts its programs cold, and
 test_warm_start.py holds warm and cold starts of the same programs equal.
+The server also imports what a program's first compile imports (found by
+a probe compile in a child of its own), and freezes its objects (gc.freeze)
+so that a program's exit does not scan them; the program's first
+gc.get_objects or gc.get_referrers thaws them.
 What a warm start does not give: a hash seed of its own (the children of one
-server share the server's, as they share where torch's objects are).
+server share the server's, as they share where torch's objects are), and
+gc.get_freeze_count() as a new interpreter has it.
 DYNDBG_TEST_START_LOG=FILE writes one line a start: warm, or cold and why.
 
 `Popen` and `run` are subprocess's, warm where they can be; the server is
