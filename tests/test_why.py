@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness import ROOT, run_dyndbg, run_plain
+from transcript import no_traceback
 
 PROGRAM = ROOT / "tests" / "programs" / "five_breaks.py"
 # At a stop, above the resume call's arguments: the break, then the user's line.
@@ -114,42 +115,67 @@ def test_the_editor_gets_the_same_why_and_each_compiles_breaks(tmp_path: Path,
 
 GUARD_PROGRAM = ROOT / "tests" / "programs" / "guard_origins.py"
 MANAGER = re.compile(r"^  \S+ +\d+ +source=(.*), type=")
-LEAF = re.compile(r"^  (?:ok|FAIL|n/a) +\d+ +\w+: .*?(?:  # (\S+):(\d+)|  \(torch's own\))$")
+LEAF = re.compile(r"^  (?:ok|FAIL|n/a) +(\d+) +\w+: .*?(?:  # (\S+):(\d+)|  \(torch's own\))$")
+STACK_FRAME = re.compile(r"^    (\S+):(\d+) in \S+$", re.M)
+NUMBERS = range(40)   # `why guard N` for each, more than the listing has
 
 
 def test_each_guards_line_is_the_last_frame_of_torchs_user_stack(tmp_path: Path) -> None:
     """`guards` gives, for each guard, the line that installed it: the last
-    frame of the user stack torch keeps on the Guard (guard_export_fn)."""
+    frame of the user stack torch keeps on the Guard (guard_export_fn); `why
+    guard N` that whole stack."""
     import torch
     import torch._dynamo
     program = runpy.run_path(str(GUARD_PROGRAM))
     exported: dict[str, set[int]] = {}
+    stacks: dict[str, list[list[tuple[str, int]]]] = {}
 
     def export(guards) -> None:  # type: ignore[no-untyped-def]
         for guard in guards:
             if guard.user_stack:
                 exported.setdefault(guard.name, set()).add(guard.user_stack[-1].lineno)
+                stacks.setdefault(guard.name, []).append(
+                    [(frame.filename, frame.lineno) for frame in guard.user_stack])
     torch._dynamo.reset()
     torch._dynamo.optimize("eager", guard_export_fn=export)(program["f"])(*program["inputs"]())
     torch._dynamo.reset()
-    run = run_dyndbg(GUARD_PROGRAM, ["guards", "c"], tmp_path)
+    run = run_dyndbg(GUARD_PROGRAM, ["guards", *[f"why guard {n}" for n in NUMBERS], "c"],
+                     tmp_path)
+    no_traceback(run)
     listing = run.transcript.split("(dyndbg) guards\n")[1].split("(dyndbg) ")[0].splitlines()
+    said = {n: run.transcript.split(f"(dyndbg) why guard {n}\n")[1].split("(dyndbg) ")[0]
+            for n in NUMBERS}
     shown: dict[str, set[int]] = {}
     source = ""
     for line in listing:
         manager, leaf = MANAGER.match(line), LEAF.match(line)
         if manager:
             source = manager.group(1)
-        elif leaf and leaf.group(1):
-            assert leaf.group(1) == GUARD_PROGRAM.name, line
-            shown.setdefault(source, set()).add(int(leaf.group(2)))
+        elif leaf and leaf.group(2):
+            assert leaf.group(2) == GUARD_PROGRAM.name, line
+            shown.setdefault(source, set()).add(int(leaf.group(3)))
+            # The whole stack: one torch recorded for a guard on this source (or
+            # on one it reads, as `G['f']`'s closure guard reads `G['f'].__code__`).
+            stack = [(file, int(number)) for file, number in
+                     STACK_FRAME.findall(said[int(leaf.group(1))])]
+            recorded = [each for name, each_stacks in stacks.items()
+                        if source.startswith(name) for each in each_stacks]
+            assert stack in recorded, (line, said[int(leaf.group(1))], stacks)
+            assert stack[-1][1] == int(leaf.group(3)), (line, stack)
+        elif leaf:
+            assert "torch installs it itself" in said[int(leaf.group(1))], (line, said)
+    # The dict item is read in a function f calls: two frames, f's call and the read.
+    assert {len(s) for s in stacks["G['TABLE']['scale']"]} == {2}, stacks
     # The three kinds, each on the line the program marks.
     marked = {n for n, text in enumerate(GUARD_PROGRAM.read_text().splitlines(), 1)
               if "# a global" in text or "# a dict" in text or "# an argument" in text}
     assert {line for lines in shown.values() for line in lines} == marked, (shown, listing)
     for name, lines in shown.items():
-        assert lines <= exported.get(name, set()), (name, lines, exported)
-    assert {k: v for k, v in exported.items() if v & marked}.keys() <= shown.keys(), (shown, exported)
+        recorded = {n for guard, each in exported.items() if name.startswith(guard) for n in each}
+        assert lines <= recorded, (name, lines, exported)
+    for guard, lines in exported.items():
+        if lines & marked:
+            assert any(source.startswith(guard) for source in shown), (guard, shown, exported)
 
 
 RECOMPILES = ROOT / "tests" / "programs" / "recompiles.py"

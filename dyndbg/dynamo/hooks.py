@@ -15,7 +15,7 @@ import os
 import types
 from typing import TYPE_CHECKING, Callable
 
-from dyndbg.dynamo import break_reasons, give_ups, recompile_reasons
+from dyndbg.dynamo import break_reasons, give_ups, guard_stacks, recompile_reasons
 from dyndbg.dynamo.registry import Registry
 from dyndbg.faults import maybe_fault
 
@@ -168,7 +168,8 @@ class DynamoHooks:
             because = recompile_reasons.since(code, self._failures_seen.get(id(code), 0))
             self._failures_seen[id(code)] = recompile_reasons.count(code)
             entry = self.registry.add_transformed(code, new_code, current_compile_id(),
-                                                  breaks=breaks, because=because)
+                                                  breaks=breaks, because=because,
+                                                  guard_stacks=guard_stacks.from_compile())
             if entry.has_marker:
                 # Unhooked, torch would start its own debugger at the marker.
                 self.set_callback_active(True)

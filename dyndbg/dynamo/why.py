@@ -9,15 +9,19 @@ and at graph-break stops (the prompt, the editor's console), computed once.
   when it was compiled, as torch recorded it (dynamo/recompile_reasons.py),
   and for this call (guards.explain_entry).
 - `[i/0]`: the function's first compile.
+- `why guard N`: the user stack torch recorded when dynamo installed guard N
+  of the `guards` listing (dynamo/guard_stacks.py).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
 from dyndbg.dynamo.break_reasons import BreakReason
+from dyndbg.dynamo.guard_stacks import stack_of
 from dyndbg.dynamo.names import RESUME_GLOBAL
 
 if TYPE_CHECKING:
+    from dyndbg.dynamo.guard_walk import GuardLine
     from dyndbg.dynamo.registry import GeneratedCode, Registry
 
 
@@ -92,4 +96,28 @@ def explain(entry: GeneratedCode, frame_globals: dict, registry: Registry,
                      "function for the rest:")
         for reason in entry.breaks:
             lines += ["  " + line for line in break_lines(reason, details=True)]
+    return lines
+
+
+def guard_story(entry: GeneratedCode, line: GuardLine) -> list[str]:
+    """`why guard N`: the guard, and the user's frames (innermost last) when
+    dynamo installed it, as torch recorded them for `entry`'s compile."""
+    lines = [f"guard {line.number}: {line.code or line.text}"]
+    if line.guard is None:
+        return [f"line {line.number} is a source ({line.source or line.text}), not a guard: "
+                "its guards are the numbered lines under it"]
+    origin = line.origin
+    if origin == "torch":
+        return lines + ["  torch installs it itself (no line of yours made it: grad mode, "
+                        "global state, shapes or its own files)"]
+    stack = stack_of(entry.guard_stacks, line.source, line.code or line.text, origin)
+    if stack is None:
+        why_not = "that compile ran before dyndbg attached" if not entry.guard_stacks else \
+            "torch recorded no single stack for it"
+        return lines + [f"  installed at {origin}; the whole stack is not known ({why_not})"]
+    lines.append("  installed while dynamo traced (innermost last):")
+    for frame in stack:
+        lines.append(f"    {frame.filename}:{frame.lineno} in {frame.name}")
+        if frame.line:
+            lines.append(f"      {frame.line.strip()}")
     return lines

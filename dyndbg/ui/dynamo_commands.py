@@ -13,6 +13,7 @@ from dyndbg.ui.parsing import CommandError
 from dyndbg.ui.values import cut, summarize
 
 if TYPE_CHECKING:
+    from dyndbg.dynamo.guard_walk import GuardLine
     from dyndbg.dynamo.registry import GeneratedCode
     from dyndbg.ui.boundaries import GraphCall
 
@@ -138,11 +139,8 @@ class DynamoCommands:
         if entry.original is None:
             raise CommandError(f"{entry.label()} was never compiled: it has no guards")
         entries = guards.cache_entries(entry.original)
-        running_code = entry.code
+        running_code = self._entry_code(entry)
         if entry.edited is not None:
-            # A cache edit's code is not itself an entry: show the entry it stands for.
-            running_code = next((e.code for e in entries if e.compile_id == entry.compile_id),
-                                entry.code)
             host.write(f"the edited code of [{entry.compile_id}] runs; these are the entry's "
                        "own guards ('edits' says how an edit changes them)")
         targets = [e.code for e in entries] if arg.strip() == "all" else [running_code]
@@ -176,15 +174,25 @@ class DynamoCommands:
                            "evaluate out of the frame)")
 
     def do_why(self, arg: str) -> None:
-        """why
+        """why [guard N]
         Why dynamo made the selected frame's code: in a resume function, the
         graph break that made it (torch's reason, hints and the user's stack);
         in code that breaks its graph, that break; in a recompile [i/j], the
-        older entries' failing guards for this call; in [i/0], the first compile."""
+        older entries' failing guards for this call; in [i/0], the first compile.
+        'why guard N': the stack of your frames (innermost last) when dynamo
+        installed guard N of the running entry (N as `guards` numbers it)."""
         host = self.host
-        if arg.strip():
-            raise CommandError("usage: why")
+        words = arg.split()
+        if words and (words[0] != "guard" or len(words) != 2 or not words[1].isdigit()):
+            raise CommandError("usage: why [guard N]")
         entry = self._selected_entry()
+        if words:
+            guard_line = self._guard_line(entry, int(words[1]))
+            # A cache edit's code stands for its entry: that compile's stacks.
+            compiled = self.host.engine.entry_for(self._entry_code(entry)) or entry
+            for text in why.guard_story(compiled, guard_line):
+                host.write(text)
+            return
         rejected = None
         if entry.original is not None:
             explained = guards.explain_entry(entry.original, entry.code,
@@ -227,6 +235,30 @@ class DynamoCommands:
                         host.write(f"     compiled because {reason.one_line()}")
                 elif generated is not None and (e.compile_id or "").endswith("/0"):
                     host.write("     compiled: the first compile")
+
+    def _guard_line(self, entry: GeneratedCode, number: int) -> GuardLine:
+        """Line `number` of the running entry's `guards` listing."""
+        if entry.original is None:
+            raise CommandError(f"{entry.label()} was never compiled: it has no guards")
+        code = self._entry_code(entry)
+        tree = guards.guard_tree(entry.original, code,
+                                 self._entry_locals_of(self.host.frame), running=code)
+        if isinstance(tree, str):
+            raise CommandError(tree)
+        found = next((line for line in tree if line.number == number), None)
+        if found is None:
+            numbers = [line.number for line in tree if line.number is not None]
+            raise CommandError(f"no guard {number}: `guards` numbers them "
+                               f"{min(numbers, default=0)} to {max(numbers, default=0)}")
+        return found
+
+    def _entry_code(self, entry: GeneratedCode) -> types.CodeType:
+        """The cache entry's code that `entry` runs as: a cache edit's code is not
+        itself an entry, and stands for the entry of its compile id."""
+        if entry.edited is None or entry.original is None:
+            return entry.code
+        return next((e.code for e in guards.cache_entries(entry.original)
+                     if e.compile_id == entry.compile_id), entry.code)
 
     def _selected_entry(self) -> GeneratedCode:
         entry = self.host.engine.entry_for(self.host.frame.f_code)

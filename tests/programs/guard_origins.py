@@ -1,5 +1,6 @@
 """Guards from a global config attribute, a dict item and an argument, each
-installed by its own line (tests/test_why.py)."""
+installed by its own line, the dict item's in a function that f calls: its
+user stack has both lines (tests/test_why.py)."""
 import torch
 
 
@@ -10,9 +11,13 @@ class Config:
 TABLE = {"scale": 2}
 
 
+def scaled(x):
+    return x * TABLE["scale"]          # a dict item, read in a function f calls
+
+
 def f(x, n):
     if Config.flag:                    # a global config attribute
-        x = x * TABLE["scale"]         # a dict item
+        x = scaled(x)                  # a global function, inlined
     return x + n                       # an argument
 
 

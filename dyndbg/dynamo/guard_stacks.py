@@ -1,0 +1,91 @@
+"""Each guard's whole user stack, as torch recorded it while compiling.
+
+Torch gives every guard a `user_stack` (a `traceback.StackSummary`, the
+user's frames when dynamo installed it: `GuardsSet.add` in torch/_guards.py)
+and writes only its last user frame after the guard's code (`# file.py:12 in
+f`). The C++ leaf guards of a finished entry keep the stack but expose only
+their code parts, so the whole stack is read while the compile still holds
+its guards: in the bytecode hook, from the OutputGraph that torch's
+`_compile_inner` (torch/_dynamo/convert_frame.py) keeps in its local
+`output` when it calls the hooks (the same on torch 2.13-2.15). Only reading
+the Guard objects torch made: nothing here changes what dynamo compiles.
+
+A guard line of `guards` is matched to its Guard by its source name and its
+last user frame; `stack_of` answers only where every Guard so matched has
+the same stack, so that the stack shown is the one torch recorded.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+import types
+from typing import NamedTuple
+
+_CONVERT_FRAME = os.path.join("_dynamo", "convert_frame.py")
+_COMPILER = "_compile_inner"
+
+
+class GuardStack(NamedTuple):
+    """One guard dynamo installed, and the user's frames when it did."""
+
+    name: str                           # the guarded source, "L['x']", "G['config'].flag"
+    kind: str                           # torch's guard type, "TYPE_MATCH", "EQUALS_MATCH"
+    user_stack: traceback.StackSummary  # innermost last
+
+    def last_line(self) -> str:
+        """`file.py:12` of the innermost frame, as `guards` shows an origin."""
+        frame = self.user_stack[-1]
+        return f"{os.path.basename(frame.filename)}:{frame.lineno}"
+
+
+def from_compile(depth: int = 1) -> tuple[GuardStack, ...]:
+    """Called from a bytecode hook: the guards of the compile calling it, each
+    with its user stack (guards without one are torch's own and left out).
+    () where the compiler's frame or its guards cannot be found."""
+    frame: types.FrameType | None = sys._getframe(depth)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == _COMPILER and code.co_filename.endswith(_CONVERT_FRAME):
+            break
+        frame = frame.f_back
+    if frame is None:
+        return ()
+    output = frame.f_locals.get("output")
+    guards = getattr(output, "guards", None)
+    if guards is None:
+        return ()
+    out = []
+    for guard in guards:
+        stack = getattr(guard, "user_stack", None)
+        if not stack:
+            continue
+        create_fn = getattr(guard, "create_fn", None)
+        # A GuardBuilder method, or a functools.partial of one.
+        kind = getattr(create_fn, "__name__", None) or \
+            getattr(getattr(create_fn, "func", None), "__name__", "")
+        out.append(GuardStack(str(getattr(guard, "name", "")), str(kind), stack))
+    return tuple(out)
+
+
+def stack_of(stacks: tuple[GuardStack, ...], source: str, code: str,
+             origin: str | None) -> traceback.StackSummary | None:
+    """The user stack of the guard on `source` (its manager's) whose code is
+    `code` and whose line is `origin` (`file.py:12`): the Guards on that
+    source at that line, else those whose source the code names. None where
+    none matches, or where the matches disagree on the stack."""
+    if not origin or origin == "torch":
+        return None
+    at_line = [s for s in stacks if s.name and s.last_line() == origin]
+    matches = [s for s in at_line if s.name == source] or \
+        [s for s in at_line if s.name in code]
+    if not matches:
+        return None
+    first = _frames(matches[0].user_stack)
+    if any(_frames(s.user_stack) != first for s in matches[1:]):
+        return None
+    return matches[0].user_stack
+
+
+def _frames(stack: traceback.StackSummary) -> list[tuple[str, int | None, str]]:
+    return [(frame.filename, frame.lineno, frame.name) for frame in stack]
