@@ -206,7 +206,14 @@ def test_cache_and_why_give_torchs_reasons_for_each_recompile(tmp_path: Path) ->
                   for text in failed]
     assert len(torch_said) == 3, failed         # [0/1]: 0/0's; [0/2]: 0/1's and 0/0's
 
-    run = run_dyndbg(RECOMPILES, ["b step", "c", "c", "cache", "why", "c"], tmp_path)
+    run = run_dyndbg(RECOMPILES, ["why", "b step", "c", "c", "cache", "p calls", "why", "c"],
+                     tmp_path)
+    no_traceback(run)
+    first = run.transcript.split("(dyndbg) why\n")[1].split("(dyndbg) ")[0]
+    calling = next(n for n, text in enumerate(RECOMPILES.read_text().splitlines(), 1)
+                   if "compiled(torch.ones(2))" in text)
+    assert first == f"step [0/0] is the first compile of step, called from " \
+                    f"{RECOMPILES.name}:{calling} in <module>\n", first
     cache = run.transcript.split("(dyndbg) cache\n")[1].split("(dyndbg) ")[0]
     shown = BECAUSE.findall(cache)
     assert sorted((older, guard) for older, guard, _ in shown) == sorted(torch_said), (shown, failed)
@@ -214,9 +221,16 @@ def test_cache_and_why_give_torchs_reasons_for_each_recompile(tmp_path: Path) ->
                   if "# the global" in text)
     assert {where for _, _, where in shown} == {f"{RECOMPILES.name}:{marked}"}
     assert lines.get("G['calls']") == marked, lines
-    answer = run.transcript.split("(dyndbg) why\n")[1].split("(dyndbg) ")[0]
+    answer = run.transcript.split("(dyndbg) why\n")[2].split("(dyndbg) ")[0]
     assert answer.startswith("step [0/2] is a recompile of step"), answer
     assert all(f"[{older}] failed {guard}" in answer for older, guard in torch_said[1:]), answer
+    # For this call, each older entry's failing guard and the value that failed it:
+    # what the program's own `calls` is at this stop.
+    calls = run.transcript.split("(dyndbg) p calls\n")[1].split("\n")[0]
+    this_call = answer.split("for this call:\n")[1]
+    for older, guard in torch_said[1:]:
+        assert f"  [{older}] guard failed: {guard}\n    G['calls'] is {calls}\n" in this_call, \
+            this_call
 
 
 GIVES_UP = ROOT / "tests" / "programs" / "gives_up.py"

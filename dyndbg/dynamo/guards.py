@@ -31,6 +31,7 @@ differs after the fact (post mortem, `up`): see call_state.py.
 from __future__ import annotations
 
 import contextlib
+import re
 import types
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
@@ -65,6 +66,25 @@ class EntryExplanation:
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (compile id, reason)
     passing: list[str] = field(default_factory=list)   # other entries whose guards pass too
     note: str | None = None                            # why nothing could be said
+    # compile id -> (source, value) for each source the failing guard reads, as
+    # this call gave it (`G['calls']`, 2): the values that failed it.
+    values: dict[str, list[tuple[str, object]]] = field(default_factory=dict)
+
+
+# A guard source in torch's guard code: `L['x']`, `G['Config'].flag`, `G['T']['k']`.
+_SOURCE = re.compile(r"\b[LG]\[[^\]]+\](?:\.\w+|\[[^\]]+\])*")
+
+
+def source_values(guard_manager: object, f_locals: dict, code: str) -> list[tuple[str, object]]:
+    """(source, value) for each source `code` reads, evaluated as the guards
+    read it on `f_locals`; a source that does not evaluate is left out."""
+    scope = GuardScope(guard_manager, f_locals)
+    out = []
+    for source in dict.fromkeys(_SOURCE.findall(code)):
+        got, value = scope.value(source)
+        if got:
+            out.append((source, value))
+    return out
 
 
 # -- cache entries ---------------------------------------------------------------
@@ -209,6 +229,8 @@ def _explain(original_code: types.CodeType, transformed_code: types.CodeType,
             explanation.passing.append(cid)
         else:
             explanation.rejected.append((cid, outcome[1]))
+            explanation.values[cid] = source_values(getattr(entry, "guard_manager", None),
+                                                    f_locals, outcome[1])
     return explanation
 
 

@@ -15,7 +15,7 @@ import os
 import types
 from typing import TYPE_CHECKING, Callable
 
-from dyndbg.dynamo import break_reasons, give_ups, guard_stacks, recompile_reasons
+from dyndbg.dynamo import break_reasons, compile_context, give_ups, recompile_reasons
 from dyndbg.dynamo.registry import Registry
 from dyndbg.faults import maybe_fault
 
@@ -169,7 +169,8 @@ class DynamoHooks:
             self._failures_seen[id(code)] = recompile_reasons.count(code)
             entry = self.registry.add_transformed(code, new_code, current_compile_id(),
                                                   breaks=breaks, because=because,
-                                                  guard_stacks=guard_stacks.from_compile())
+                                                  guard_stacks=compile_context.guard_stacks(),
+                                                  called_from=compile_context.called_from())
             if entry.has_marker:
                 # Unhooked, torch would start its own debugger at the marker.
                 self.set_callback_active(True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from dyndbg.dynamo.break_reasons import BreakReason
-from dyndbg.dynamo.guard_stacks import GuardStack
+from dyndbg.dynamo.compile_context import GuardStack
 from dyndbg.dynamo.markers import has_marker
 from dyndbg.dynamo.recompile_reasons import RecompileReason
 
@@ -40,6 +40,7 @@ class GeneratedCode:
     breaks: tuple[BreakReason, ...] = ()  # the graph breaks its compile made (torch's reasons)
     because: tuple[RecompileReason, ...] = ()  # older entries' failing guards that compiled it
     guard_stacks: tuple[GuardStack, ...] = ()  # its guards' user stacks, as torch recorded them
+    called_from: str | None = None       # the program's call that made its compile
 
     @property
     def function(self) -> str:
@@ -77,12 +78,14 @@ class Registry:
                         edited: frozenset[int] | None = None,
                         breaks: tuple[BreakReason, ...] = (),
                         because: tuple[RecompileReason, ...] = (),
-                        guard_stacks: tuple[GuardStack, ...] = ()) -> GeneratedCode:
+                        guard_stacks: tuple[GuardStack, ...] = (),
+                        called_from: str | None = None) -> GeneratedCode:
         if compile_id is not None:
             compile_id = compile_id.split("_")[0]  # "0/0_1" is attempt 1 of 0/0
         entry = GeneratedCode(new, "transformed", original, compile_id, len(self._by_id),
                               has_marker=has_marker(new), edited=edited, breaks=breaks,
-                              because=because, guard_stacks=guard_stacks)
+                              because=because, guard_stacks=guard_stacks,
+                              called_from=called_from)
         self.has_markers = self.has_markers or entry.has_marker
         if original is not None:
             self._transformed_from.add(id(original))

@@ -10,18 +10,19 @@ and at graph-break stops (the prompt, the editor's console), computed once.
   and for this call (guards.explain_entry).
 - `[i/0]`: the function's first compile.
 - `why guard N`: the user stack torch recorded when dynamo installed guard N
-  of the `guards` listing (dynamo/guard_stacks.py).
+  of the `guards` listing (dynamo/compile_context.py).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from dyndbg.dynamo.break_reasons import BreakReason
-from dyndbg.dynamo.guard_stacks import stack_of
+from dyndbg.dynamo.compile_context import stack_of
 from dyndbg.dynamo.names import RESUME_GLOBAL
 
 if TYPE_CHECKING:
     from dyndbg.dynamo.guard_walk import GuardLine
+    from dyndbg.dynamo.guards import EntryExplanation
     from dyndbg.dynamo.registry import GeneratedCode, Registry
 
 
@@ -66,11 +67,14 @@ def break_lines(reason: BreakReason, details: bool = False) -> list[str]:
 
 
 def explain(entry: GeneratedCode, frame_globals: dict, registry: Registry,
-            rejected: list[tuple[str, str]] | None) -> list[str]:
-    """`why` at a stop in `entry`: why this code exists. `rejected`: the
-    older entries' failing guards for this call ([(compile id, guard)]), where
-    known."""
+            explained: EntryExplanation | None = None,
+            show: Callable[[object], str] = repr) -> list[str]:
+    """`why` at a stop in `entry`: why this code exists. `explained`: the
+    older entries' failing guards for this call, with the values this call
+    gave what they read (guards.explain_entry), where known; `show` writes a
+    value as the front end shows values."""
     lines: list[str] = []
+    rejected = explained.rejected if explained is not None else None
     if entry.is_resume:
         origin = made_by(entry, frame_globals, registry)
         if origin is None:
@@ -86,11 +90,15 @@ def explain(entry: GeneratedCode, frame_globals: dict, registry: Registry,
                      "compiled it, each older entry failed a guard (torch's account):")
         lines += [f"  {reason.one_line()}" for reason in entry.because] or \
             ["  (not known: that compile ran before dyndbg attached)"]
-        if rejected:
+        if rejected and explained is not None:
             lines.append("for this call:")
-            lines += [f"  [{compile_id}] guard failed: {guard}" for compile_id, guard in rejected]
+            for compile_id, guard in rejected:
+                lines.append(f"  [{compile_id}] guard failed: {guard}")
+                lines += [f"    {source} is {show(value)}"
+                          for source, value in explained.values.get(compile_id, ())]
     elif entry.compile_id is not None:
-        lines.append(f"{entry.label()} is the first compile of {entry.function}")
+        called = f", called from {entry.called_from}" if entry.called_from else ""
+        lines.append(f"{entry.label()} is the first compile of {entry.function}{called}")
     if entry.breaks:
         lines.append(f"{entry.label()} ends its graph at a graph break and calls a resume "
                      "function for the rest:")

@@ -193,12 +193,12 @@ class DynamoCommands:
             for text in why.guard_story(compiled, guard_line):
                 host.write(text)
             return
-        rejected = None
+        explained = None
         if entry.original is not None:
             explained = guards.explain_entry(entry.original, entry.code,
                                              self._entry_locals_of(host.frame))
-            rejected = explained.rejected if explained is not None else None
-        for line in why.explain(entry, host.frame.f_globals, host.engine.registry, rejected):
+        for line in why.explain(entry, host.frame.f_globals, host.engine.registry, explained,
+                                show=lambda value: cut(summarize(value), 120)):
             host.write(line)
 
     def do_cache(self, arg: str) -> None:

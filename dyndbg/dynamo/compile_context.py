@@ -1,4 +1,11 @@
-"""Each guard's whole user stack, as torch recorded it while compiling.
+"""What a compile knows while it runs, read in its bytecode hook: each
+guard's whole user stack, and the call that started the compile.
+
+The call: the first frame up the stack, from the hook, that is neither
+torch's nor dyndbg's (dynamo compiles a frame before it runs, so the frame's
+caller is the innermost frame of the program's on the stack).
+
+The guards' stacks:
 
 Torch gives every guard a `user_stack` (a `traceback.StackSummary`, the
 user's frames when dynamo installed it: `GuardsSet.add` in torch/_guards.py)
@@ -39,7 +46,7 @@ class GuardStack(NamedTuple):
         return f"{os.path.basename(frame.filename)}:{frame.lineno}"
 
 
-def from_compile(depth: int = 1) -> tuple[GuardStack, ...]:
+def guard_stacks(depth: int = 1) -> tuple[GuardStack, ...]:
     """Called from a bytecode hook: the guards of the compile calling it, each
     with its user stack (guards without one are torch's own and left out).
     () where the compiler's frame or its guards cannot be found."""
@@ -89,3 +96,26 @@ def stack_of(stacks: tuple[GuardStack, ...], source: str, code: str,
 
 def _frames(stack: traceback.StackSummary) -> list[tuple[str, int | None, str]]:
     return [(frame.filename, frame.lineno, frame.name) for frame in stack]
+
+
+def called_from(depth: int = 1) -> str | None:
+    """`file.py:12 in g`: the program's frame that made the compile (its call
+    of the compiled function); None where none is on the stack."""
+    frame: types.FrameType | None = sys._getframe(depth)
+    skipped = _skipped_folders()
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(skipped) and not filename.startswith("<frozen"):
+            return f"{os.path.basename(filename)}:{frame.f_lineno} in {frame.f_code.co_name}"
+        frame = frame.f_back
+    return None
+
+
+def _skipped_folders() -> tuple[str, ...]:
+    folders = []
+    for name in ("torch", "dyndbg"):
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if path:
+            folders.append(os.path.dirname(path) + os.sep)
+    return tuple(folders)
