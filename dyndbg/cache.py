@@ -2,6 +2,8 @@
 
     import dyndbg.cache as dc
     dc.entries(f)                       # f's cache entries, lookup order
+    dc.guards("0/0")                    # its guards, each with the line that installed it
+    dc.why("0/1")                       # why dynamo compiled it (print() it)
     dc.check("0/0", x, 5)               # would its guards pass for f(x, 5)?
     e = dc.patch("0/0", "insert", 39, "LOAD_CONST", 100)
     dc.run("0/0", x, 5)                 # its code, by hand, no guards
@@ -10,30 +12,107 @@
 Entries are named by compile id (`0/1`, as TORCH_LOGS and `cache` name them) and
 looked up afresh on every call: torch frees cache entries, so no handle is kept.
 Every edit is numbered and undoable; see dyndbg/dynamo/edits.py for how.
+From its import on, this module keeps torch's account of each compile (the
+graph breaks, the failing guards that made a recompile, the guards' user
+stacks: dynamo/compile_log.py), which `guards` and `why` give; of a compile
+made before, they say that it is not known.
 """
 from __future__ import annotations
 
 import inspect
+import traceback
 import types
 from typing import Callable, NamedTuple, Sequence
 
-from dyndbg.dynamo import live_entries, graphs, guard_walk, patching
+from dyndbg.dynamo import compile_context, live_entries, graphs, guard_walk, patching, why as _why
+from dyndbg.dynamo.break_reasons import BreakReason
+from dyndbg.dynamo.compile_log import CompileLog
 from dyndbg.dynamo.live_entries import CacheError
 from dyndbg.dynamo.edits import EDITS, Edit
 from dyndbg.dynamo.names import find_graph_global
 from dyndbg.dynamo.hooks import shield
+from dyndbg.dynamo.recompile_reasons import RecompileReason
+from dyndbg.dynamo.registry import GeneratedCode, Registry
 
-__all__ = ["CacheError", "Edit", "EntryView", "GraphRun", "entries", "code", "guards",
-           "check", "evict", "evict_all", "force", "add_guard", "drop_guard", "patch",
-           "install", "run", "graph_run", "graph_capture", "captured", "edits", "undo",
-           "undo_all"]
+__all__ = ["CacheError", "Edit", "EntryView", "EntryWhy", "GraphRun", "GuardView", "entries",
+           "code", "guards", "why", "check", "evict", "evict_all", "force", "add_guard",
+           "drop_guard", "patch", "install", "run", "graph_run", "graph_capture", "captured",
+           "edits", "undo", "undo_all"]
+
+
+class GuardView(NamedTuple):
+    """One line of an entry's guard tree: a guard, or a source whose guards
+    are the lines under it. str() gives the line as `guards` numbers it."""
+
+    number: int | None          # as `drop_guard` takes it
+    text: str
+    depth: int
+    origin: str | None          # "file.py:12", the line of yours that made dynamo install
+    #                             it; "torch" for one torch installs itself; None on a source
+    user_stack: traceback.StackSummary | None   # your frames then, innermost last (None:
+    #                             torch's own, or a compile made before this module's import)
+
+    def __str__(self) -> str:
+        return f"{self.number}: {'  ' * (self.depth - 1)}{self.text}"
 
 
 class EntryView(NamedTuple):
     compile_id: str
     function: str
     code: types.CodeType        # the transformed code
-    guards: list[str]           # numbered as `guard drop` takes them
+    guards: list[GuardView]     # numbered as `guard drop` takes them
+
+
+class EntryWhy(NamedTuple):
+    """Why dynamo compiled an entry, as torch accounted for it. str() gives
+    it as the prompt's `why` does (without a call's values)."""
+
+    compile_id: str
+    function: str
+    known: bool                 # False: compiled before this module's import
+    first_compile: bool         # [i/0]; else a recompile, `because`
+    called_from: str | None     # "file.py:12 in g": the call that made the compile
+    because: tuple[RecompileReason, ...]   # each older entry's failing guard, then
+    breaks: tuple[BreakReason, ...]        # the graph breaks this compile made
+    lines: list[str]
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines)
+
+
+def _install_log() -> CompileLog | None:
+    """Torch's account of each compile from now on (both hooks only read)."""
+    try:
+        import torch._dynamo
+        from torch._dynamo import convert_frame
+    except ImportError:
+        return None
+    log = CompileLog(Registry())
+
+    def started(_args: object) -> None:
+        try:
+            log.started()
+        except BaseException:  # noqa: BLE001 - never break dynamo's compile
+            pass
+
+    def compiled(code: types.CodeType, new_code: types.CodeType) -> None:
+        try:
+            log.compiled(code, new_code)
+        except BaseException:  # noqa: BLE001 - never break dynamo's compile
+            pass
+        return None
+
+    shield(started, compiled)
+    convert_frame.register_bytecode_hook(compiled)
+    torch._dynamo.callback_handler.register_start_callback(started)
+    return log
+
+
+_LOG = _install_log()
+
+
+def _logged(code: types.CodeType) -> GeneratedCode | None:
+    return _LOG.registry.by_id.get(id(code)) if _LOG is not None else None
 
 
 def _original(function: Callable | types.CodeType | str) -> types.CodeType:
@@ -52,15 +131,19 @@ def _original(function: Callable | types.CodeType | str) -> types.CodeType:
     return code
 
 
-def _lines(guard_manager: object) -> list[str]:
-    return [f"{line.number}: {'  ' * (line.depth - 1)}{line.text}"
-            for line in guard_walk.guard_lines(guard_manager)]
+def _lines(entry: live_entries.LiveEntry) -> list[GuardView]:
+    logged = _logged(entry.code)
+    stacks = logged.guard_stacks if logged is not None else ()
+    return [GuardView(line.number, line.text, line.depth, line.origin,
+                      None if line.guard is None else compile_context.stack_of(
+                          stacks, line.source, line.code or line.text, line.origin))
+            for line in guard_walk.guard_lines(entry.guard_manager)]
 
 
 def entries(function: Callable | types.CodeType | str) -> list[EntryView]:
     """The function's live cache entries, in the order dynamo tries them."""
     original = _original(function)
-    return [EntryView(e.compile_id, original.co_name, e.code, _lines(e.guard_manager))
+    return [EntryView(e.compile_id, original.co_name, e.code, _lines(e))
             for e in live_entries.entries_of(original)]
 
 
@@ -68,8 +151,30 @@ def code(compile_id: str) -> types.CodeType:
     return live_entries.find(compile_id).code
 
 
-def guards(compile_id: str) -> list[str]:
-    return _lines(live_entries.find(compile_id).guard_manager)
+def guards(compile_id: str) -> list[GuardView]:
+    """The entry's guards, numbered as `drop_guard` takes them, each with the
+    line of yours that installed it and your whole stack then."""
+    return _lines(live_entries.find(compile_id))
+
+
+def why(compile_id: str) -> EntryWhy:
+    """Why dynamo compiled the entry: the first compile of its function (and
+    the call that made it), or each older entry's failing guard; and the
+    graph breaks its compile made (or, for a resume function, the one that
+    made it)."""
+    entry = live_entries.find(compile_id)
+    logged = _logged(entry.code)
+    if logged is None:
+        return EntryWhy(compile_id, entry.original.co_name, False, compile_id.endswith("/0"),
+                        None, (), (), [f"[{compile_id}] of {entry.original.co_name}: not known "
+                                        "(compiled before dyndbg.cache was imported)"])
+    try:
+        frame_globals = live_entries.function_of(entry.original).__globals__
+    except CacheError:
+        frame_globals = {}
+    return EntryWhy(compile_id, logged.function, True, compile_id.endswith("/0"),
+                    logged.called_from, logged.because, logged.breaks,
+                    _why.explain(logged, frame_globals, _LOG.registry if _LOG else Registry()))
 
 
 def check(compile_id: str, *args: object, **kwargs: object) -> tuple[bool, str]:

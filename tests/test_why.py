@@ -273,3 +273,50 @@ def test_when_dynamo_gives_up_one_line_says_so_with_torchs_last_reason(tmp_path:
                   if "# the global" in text)
     assert f"config.{limit} ({value})" in line and "'f'" in line, line
     assert line.endswith(f"[{older}] failed {guard}  ({GIVES_UP.name}:{marked})"), (line, last)
+
+
+def test_the_cache_api_gives_each_guards_stack_and_why_an_entry_was_compiled() -> None:
+    """dyndbg.cache.guards gives each guard's line and whole user stack, as
+    guard_export_fn's Guards have them; dyndbg.cache.why the failing guards
+    guard_fail_fn received for each recompile, and the call of the first."""
+    import torch
+    import torch._dynamo
+    import dyndbg.cache as dc
+    torch._dynamo.reset()
+    program = runpy.run_path(str(GUARD_PROGRAM))
+    stacks: list[list[tuple[str, int]]] = []
+
+    def export(guards) -> None:  # type: ignore[no-untyped-def]
+        stacks.extend([(f.filename, f.lineno) for f in g.user_stack] for g in guards
+                      if g.user_stack)
+    torch._dynamo.optimize("eager", guard_export_fn=export)(program["f"])(*program["inputs"]())
+    views = dc.guards("0/0")
+    mine = [v for v in views if v.origin not in (None, "torch")]
+    assert mine and all(v.user_stack is not None for v in mine), views
+    for view in mine:
+        assert view.user_stack is not None
+        frames = [(f.filename, f.lineno) for f in view.user_stack]
+        assert frames in stacks, (view, stacks)
+        assert f"{Path(frames[-1][0]).name}:{frames[-1][1]}" == view.origin, view
+    assert any(len(v.user_stack or ()) == 2 for v in mine), views   # the inlined read
+    assert all(v.user_stack is None for v in views if v.origin == "torch"), views
+    assert str(views[0]).startswith(f"{views[0].number}: "), views[0]
+
+    torch._dynamo.reset()
+    step = runpy.run_path(str(RECOMPILES))["step"]
+    failed: list[str] = []
+    compiled = torch._dynamo.optimize("eager", guard_fail_fn=lambda f: failed.append(f.reason))(step)
+    for i in range(3):
+        step.__globals__["calls"] = i
+        compiled(torch.ones(2))                         # the call that compiles
+    calling = next(n for n, text in enumerate(Path(__file__).read_text().splitlines(), 1)
+                   if text.endswith("# the call that compiles"))
+    first, third = dc.why("0/0"), dc.why("0/2")
+    torch._dynamo.reset()
+    assert first.known and first.first_compile and not first.because, first
+    assert first.called_from == f"{Path(__file__).name}:{calling} in " \
+        "test_the_cache_api_gives_each_guards_stack_and_why_an_entry_was_compiled", first
+    torch_said = [tuple(text.split("\n")[0].split("  # ")[0].strip().split(": ", 1))
+                  for text in failed]
+    assert [(r.older, r.guard) for r in third.because] == torch_said[1:], (third, failed)
+    assert str(third).startswith("step [0/2] is a recompile of step"), str(third)

@@ -24,7 +24,8 @@ from typing import NamedTuple
 
 from dyndbg.dynamo import live_entries, recompile_reasons
 from dyndbg.dynamo.live_entries import CacheError
-from dyndbg.dynamo.hooks import current_compile_id, shield
+from dyndbg.dynamo.compile_log import current_compile_id
+from dyndbg.dynamo.hooks import shield
 from dyndbg.dynamo.edit_types import Cause, CompileCause, Switch, switches_bypassed
 
 

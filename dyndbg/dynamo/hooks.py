@@ -15,22 +15,13 @@ import os
 import types
 from typing import TYPE_CHECKING, Callable
 
-from dyndbg.dynamo import break_reasons, compile_context, give_ups, recompile_reasons
+from dyndbg.dynamo import give_ups
+from dyndbg.dynamo.compile_log import CompileLog
 from dyndbg.dynamo.registry import Registry
 from dyndbg.faults import maybe_fault
 
 if TYPE_CHECKING:
     from torch.utils.hooks import RemovableHandle
-
-
-def current_compile_id() -> str | None:
-    """The compile id of the compile dynamo is making in this thread, if any."""
-    try:
-        from torch._guards import CompileContext
-        cid = CompileContext.current_compile_id()
-        return None if cid is None else str(cid)
-    except Exception:
-        return None
 
 
 def shield(*functions: Callable[..., object] | types.CodeType) -> None:
@@ -74,8 +65,7 @@ class DynamoHooks:
         self._handle: RemovableHandle | None = None   # of the bytecode hook
         self._previous_callback: Callable[[types.CodeType], None] | None = None
         self._callback: Callable[[types.CodeType], None] = self._code_callback   # what torch calls
-        self._breaks_mark = 0   # torch's list of graph-break reasons, when the compile started
-        self._failures_seen: dict[int, int] = {}   # id(original) -> torch's failing guards read
+        self._log = CompileLog(registry)           # torch's account of each compile
         self._notice = notice                      # one line on dyndbg's own output
         self._give_ups: give_ups.GiveUpHandler | None = None
 
@@ -163,14 +153,7 @@ class DynamoHooks:
             return None
         try:
             maybe_fault("hook")
-            breaks = break_reasons.since(self._breaks_mark)
-            self._breaks_mark = break_reasons.mark()
-            because = recompile_reasons.since(code, self._failures_seen.get(id(code), 0))
-            self._failures_seen[id(code)] = recompile_reasons.count(code)
-            entry = self.registry.add_transformed(code, new_code, current_compile_id(),
-                                                  breaks=breaks, because=because,
-                                                  guard_stacks=compile_context.guard_stacks(),
-                                                  called_from=compile_context.called_from())
+            entry = self._log.compiled(code, new_code)
             if entry.has_marker:
                 # Unhooked, torch would start its own debugger at the marker.
                 self.set_callback_active(True)
@@ -203,7 +186,7 @@ class DynamoHooks:
         if self._quiet:
             return
         try:
-            self._breaks_mark = break_reasons.mark()
+            self._log.started()
             self._on_compile_start()
         except BaseException as error:  # noqa: BLE001
             self._report_error("compile start", error)

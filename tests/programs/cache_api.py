@@ -50,8 +50,8 @@ show("guard add, n=2", call(2))                  # 0/0 refused; a dynamic entry 
 show("guard add new graphs", graphs() - g0)
 dc.undo(e.number)
 
-number = [ln for ln in dc.guards("0/0") if "EQUALS_MATCH" in ln][0].split(":")[0]
-e = dc.drop_guard("0/0", int(number))
+number = [g.number for g in dc.guards("0/0") if "EQUALS_MATCH" in g.text][0]
+e = dc.drop_guard("0/0", number)
 show("guard drop, n=5", call(5))                 # 0/0's graph baked n=2: (3*2+1)*3 + 5
 dc.undo(e.number)
 show("after undo, n=5", call(5))
