@@ -273,6 +273,19 @@ def test_when_dynamo_gives_up_one_line_says_so_with_torchs_last_reason(tmp_path:
                   if "# the global" in text)
     assert f"config.{limit} ({value})" in line and "'f'" in line, line
     assert line.endswith(f"[{older}] failed {guard}  ({GIVES_UP.name}:{marked})"), (line, last)
+    # With `catch recompile`: a stop at each recompile, then, after the give-up,
+    # at the next generated code to run, saying why.
+    caught = run_dyndbg(GIVES_UP, ["catch recompile", *["c"] * (int(value) + 1)], tmp_path)
+    no_traceback(caught)
+    stops = re.findall(r"^> (\w+) \[(\d+/\d+)\]", caught.transcript, re.M)
+    assert stops == [("f", "0/0"), *[("f", f"0/{j}") for j in range(1, int(value))],
+                     ("after", "1/0")], stops
+    calling = next(n for n, text in enumerate(GIVES_UP.read_text().splitlines(), 1)
+                   if "# the call dynamo gives up on" in text)
+    before_after = caught.transcript.split("> after [1/0]")[0].splitlines()
+    assert before_after[-1] == f"Stopped at the first generated code since dynamo gave up on " \
+        f"'f' ({GIVES_UP}:{marked - 1}) (catch recompile) at {GIVES_UP}:{calling}", before_after[-3:]
+    assert "gave up" in before_after[-2], before_after[-3:]
 
 
 def test_the_cache_api_gives_each_guards_stack_and_why_an_entry_was_compiled() -> None:

@@ -101,19 +101,30 @@ def _frames(stack: traceback.StackSummary) -> list[tuple[str, int | None, str]]:
 def called_from(depth: int = 1) -> str | None:
     """`file.py:12 in g`: the program's frame that made the compile (its call
     of the compiled function); None where none is on the stack."""
+    frame = program_frame(depth + 1)
+    if frame is None:
+        return None
+    return (f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno} "
+            f"in {frame.f_code.co_name}")
+
+
+def program_frame(depth: int = 1) -> types.FrameType | None:
+    """The innermost frame on the stack that is the program's: neither
+    torch's nor dyndbg's, nor logging's (torch's warnings call dyndbg
+    through it); during a compile, the caller of the compiled function."""
     frame: types.FrameType | None = sys._getframe(depth)
     skipped = _skipped_folders()
     while frame is not None:
         filename = frame.f_code.co_filename
         if not filename.startswith(skipped) and not filename.startswith("<frozen"):
-            return f"{os.path.basename(filename)}:{frame.f_lineno} in {frame.f_code.co_name}"
+            return frame
         frame = frame.f_back
     return None
 
 
 def _skipped_folders() -> tuple[str, ...]:
     folders = []
-    for name in ("torch", "dyndbg"):
+    for name in ("torch", "dyndbg", "logging"):
         module = sys.modules.get(name)
         path = getattr(module, "__file__", None)
         if path:

@@ -51,7 +51,7 @@ class DynamoHooks:
                  on_compile_end: Callable[[], None],
                  report_error: Callable[[str, BaseException], None],
                  force_fallback: bool = False,
-                 notice: Callable[[str], None] | None = None) -> None:
+                 on_give_up: Callable[[give_ups.GiveUp], None] | None = None) -> None:
         self.registry = registry
         self._on_code_start = on_code_start
         self._on_compile_start = on_compile_start
@@ -66,7 +66,7 @@ class DynamoHooks:
         self._previous_callback: Callable[[types.CodeType], None] | None = None
         self._callback: Callable[[types.CodeType], None] = self._code_callback   # what torch calls
         self._log = CompileLog(registry)           # torch's account of each compile
-        self._notice = notice                      # one line on dyndbg's own output
+        self._on_give_up = on_give_up              # dynamo gave up on a function
         self._give_ups: give_ups.GiveUpHandler | None = None
 
     # -- installation -----------------------------------------------------
@@ -79,7 +79,7 @@ class DynamoHooks:
         self.shield(self._bytecode_hook, self._code_callback, self._compile_start,
                     self._compile_end)
         self._handle = convert_frame.register_bytecode_hook(self._bytecode_hook)
-        if self._notice is not None:
+        if self._on_give_up is not None:
             self._give_ups = give_ups.install(self._gave_up)
         handler = torch._dynamo.callback_handler
         handler.register_start_callback(self._compile_start)
@@ -162,11 +162,11 @@ class DynamoHooks:
         return None
 
     def _gave_up(self, give_up: give_ups.GiveUp) -> None:
-        """Dynamo stopped compiling a function: say so, once, where stops go."""
-        if self._quiet or self._notice is None:
+        """Dynamo stopped compiling a function (from torch's logging)."""
+        if self._quiet or self._on_give_up is None:
             return
         try:
-            self._notice(give_up.one_line())
+            self._on_give_up(give_up)
         except BaseException as error:  # noqa: BLE001 - called from torch's logging
             self._report_error("recompile-limit notice", error)
 

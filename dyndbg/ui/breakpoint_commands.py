@@ -173,8 +173,10 @@ class BreakpointCommands:
     def do_catch(self, arg: str) -> None:
         """catch compile | recompile | graph-break | exception
         Stop at the first run of each newly compiled code object (compile),
-        of each recompilation, with the guard failures that caused it
-        (recompile), where a frame leaves its graph for a resume function
+        of each recompilation, with the guard failures that caused it, and,
+        when dynamo gives up on a function (config.recompile_limit), at the
+        next generated code to run after it (recompile); where a frame
+        leaves its graph for a resume function
         (graph-break), or at every exception raised in generated code
         (exception; without it, exceptions stop only in frames being stepped
         or holding a breakpoint). Listed, disabled and cleared like breakpoints."""
