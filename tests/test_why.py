@@ -96,9 +96,27 @@ def test_the_editor_gets_the_same_why_and_each_compiles_breaks(tmp_path: Path,
     client = DapClient.start_adapter(cwd=ROOT, env=child_env())
     dap = Dap(client)
     try:
-        dap.launch(PROGRAM, stop_on_entry=False,
+        # At the first resume call (an instruction breakpoint on the CALL of the
+        # resume function): the stopped event's text is torch's reason for the
+        # break there, as the prompt's line.
+        dap.launch(PROGRAM, stop_on_entry=True,
                    function_breakpoints=[{"name": "torch_dynamo_resume_in_*"}])
-        dap.stopped(reason="function breakpoint")
+        dap.stopped(reason="entry")
+        listing = dap.disassemble(dap.top()["instructionPointerReference"], 0, 400)
+        texts = [i["instruction"] for i in listing]
+        loaded = next(n for n, text in enumerate(texts) if "torch_dynamo_resume_in_f" in text)
+        call = next(i for i in listing[loaded:] if i["instruction"].startswith("CALL"))
+        client.ok("setInstructionBreakpoints",
+                  {"breakpoints": [{"instructionReference": call["address"]}]})
+        mark = client.mark()
+        client.ok("continue", {"threadId": dap.thread})
+        body = dap.stopped(after=mark)
+        file, line, summary, _ = recorded[0]
+        assert body.get("text", "").startswith(f"graph break at {file}:{line}: {summary}"), body
+        client.ok("setInstructionBreakpoints", {"breakpoints": []})
+        mark = client.mark()
+        client.ok("continue", {"threadId": dap.thread})
+        dap.stopped(after=mark, reason="function breakpoint")
         frame = dap.top()
         assert client.ok("dyndbg/why", {})["text"] == expected
         assert dap.repl("why", frame["id"]) == expected
