@@ -1,4 +1,5 @@
 """docs/reading-dynamo-bytecode.md shows real output: re-run it and compare.
+So do the README's marked blocks (its demo, `make demo`, is not marked).
 
 The page marks each checked block with an HTML comment on the line before it:
 
@@ -34,6 +35,8 @@ import pytest
 from harness import ROOT, TIMEOUT, child_env, run_dyndbg
 
 PAGE = ROOT / "docs" / "reading-dynamo-bytecode.md"
+README = ROOT / "README.md"   # only its marked blocks are checked
+PAGES = (PAGE, README)
 # The page walks through the bytecode one dynamo release writes on one Python
 # (it says which): 3.12 and 3.13 have other instructions (no PRECALL, the
 # callable first on 3.13), torch 2.15 a profiler template around graph calls.
@@ -51,12 +54,14 @@ class Block:
     arg: str | None      # session name or file path
     line: int            # page line of the block's first content line (1-based)
     lines: list[str]
+    page: Path = PAGE
 
 
 @dataclass
 class Session:
     name: str
     blocks: list[Block] = field(default_factory=list)
+    page: Path = PAGE
 
     @property
     def lines(self) -> list[tuple[str, int]]:
@@ -87,26 +92,30 @@ def fenced_blocks(text: str) -> list[tuple[str | None, int, list[str]]]:
     return out
 
 
-def page_blocks() -> list[Block]:
+def page_blocks(page: Path = PAGE) -> list[Block]:
     blocks = []
-    for marker, line, content in fenced_blocks(PAGE.read_text()):
+    for marker, line, content in fenced_blocks(page.read_text()):
         if marker is None:
-            # Anything that looks like a transcript must be marked, so checked.
-            assert not any(l.startswith(("(dyndbg)", "$ ")) for l in content), (
-                f"{PAGE.name}:{line}: a transcript block without a marker comment")
+            # Anything on the walkthrough that looks like a transcript must be
+            # marked, so checked.
+            assert page is not PAGE or not any(l.startswith(("(dyndbg)", "$ ")) for l in content), (
+                f"{page.name}:{line}: a transcript block without a marker comment")
             continue
         m = MARKER.match(marker)
         assert m is not None
-        blocks.append(Block(m.group(1), m.group(2), line, content))
+        blocks.append(Block(m.group(1), m.group(2), line, content, page))
     return blocks
 
 
 def sessions() -> list[Session]:
     found: dict[str, Session] = {}
-    for block in page_blocks():
-        if block.kind == "transcript":
-            assert block.arg, f"{PAGE.name}:{block.line}: transcript marker without a name"
-            found.setdefault(block.arg, Session(block.arg)).blocks.append(block)
+    for page in PAGES:
+        for block in page_blocks(page):
+            if block.kind == "transcript":
+                assert block.arg, f"{page.name}:{block.line}: transcript marker without a name"
+                session = found.setdefault(block.arg, Session(block.arg, page=page))
+                assert session.page == page, f"session {block.arg} on two pages"
+                session.blocks.append(block)
     return list(found.values())
 
 
@@ -130,7 +139,8 @@ def normalise(text: str) -> list[str]:
     return [line.rstrip() for line in text.splitlines()]
 
 
-def assert_same(where: str, expected: list[tuple[str, int]], actual_text: str) -> None:
+def assert_same(where: str, expected: list[tuple[str, int]], actual_text: str,
+                page: Path = PAGE) -> None:
     """expected: (page text, page line) pairs; actual: the real output."""
     want = normalise("\n".join(text for text, _ in expected))
     got = normalise(actual_text)
@@ -139,7 +149,7 @@ def assert_same(where: str, expected: list[tuple[str, int]], actual_text: str) -
     first = next((i for i, (w, g) in enumerate(zip(want, got)) if w != g),
                  min(len(want), len(got)))
     if first < len(expected):
-        place = f"{PAGE.name}:{expected[first][1]}"
+        place = f"{page.name}:{expected[first][1]}"
     else:
         place = f"after the last line of the page's {where}"
     diff = "\n".join(difflib.unified_diff(want, got, "page", "real output", lineterm="", n=2))
@@ -171,14 +181,15 @@ def test_transcript_session_is_real(session: Session) -> None:
     lines = session.lines
     head, first_line = lines[0]
     assert head.startswith("$ "), (
-        f"{PAGE.name}:{first_line}: session {session.name} must start with '$ python -m dyndbg ...'")
+        f"{session.page.name}:{first_line}: session {session.name} must start with "
+        "'$ python -m dyndbg ...'")
     argv = shlex.split(head[2:])
-    assert argv[:3] == ["python", "-m", "dyndbg"], f"{PAGE.name}:{first_line}: {head}"
+    assert argv[:3] == ["python", "-m", "dyndbg"], f"{session.page.name}:{first_line}: {head}"
     commands = [text[len("(dyndbg) "):] for text, _ in lines if text.startswith("(dyndbg) ")]
     assert commands, f"session {session.name} runs no command"
     run = run_dyndbg(argv[3:], commands, cwd=ROOT)
     assert run.returncode == 0, run.stderr
-    assert_same(f"session {session.name!r}", lines[1:], run.stdout)
+    assert_same(f"session {session.name!r}", lines[1:], run.stdout, session.page)
 
 
 def command_blocks() -> list[Block]:
