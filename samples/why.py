@@ -11,8 +11,8 @@ def f(x):
     print("printing")                  # print() is not traceable -> graph break
     if x.sum() > 0:                    # a branch on a tensor's value -> graph break
         x = x + 1
-    n = int(x.max().item())            # Tensor.item() -> graph break
-    return x * n
+    torch._dynamo.graph_break()        # asked for -> graph break
+    return x * 2
 
 
 x = torch.arange(4.0)

@@ -18,7 +18,7 @@ from dyndbg.dap.addresses import MAX_INSTRUCTIONS, address, disassemble, find_en
     parse_address
 from dyndbg.dap.bytecode_source import bytecode_listing, serial_of_path, virtual_path
 from dyndbg.dap.variables import References, StaleReference, variable
-from dyndbg.dynamo.hooks import current_compile_id
+from dyndbg.dynamo.compile_log import current_compile_id
 from dyndbg.dynamo.registry import GeneratedCode, Registry
 from dyndbg.engine.codeinfo import CodeInfo, code_info
 from dyndbg.engine.recording.recorded_values import Summary
