@@ -237,8 +237,9 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
             path = os.path.join(os.getcwd(), what)   # as CPython makes it absolute: not normalized
             sys.argv = [what, *args]
             sys.path[0] = os.path.dirname(os.path.realpath(path))
-            main.__dict__.update(__file__=path, __cached__=None,
-                                 __loader__=SourceFileLoader("__main__", path))
+            main.__dict__.update(__file__=path, __loader__=SourceFileLoader("__main__", path))
+            if sys.version_info < (3, 15):     # 3.15 no longer sets __cached__ on __main__
+                main.__dict__["__cached__"] = None
             with open(path, "rb") as source:
                 code = compile(source.read(), path, "exec")
             exec(code, main.__dict__)
