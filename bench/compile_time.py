@@ -44,12 +44,15 @@ def compile_all() -> float:
 
 
 def timed_reading() -> list[float]:
-    """Time spent in reading torch's reasons (what `why` adds to each compile),
-    summed into the returned list's one element."""
-    from dyndbg.dynamo import break_reasons, recompile_reasons
+    """Time spent in reading torch's account of each compile (what `why` adds
+    to it: reasons, the guards' user stacks, the call that made it; by the
+    engine's hooks and by dyndbg.cache's, which the debugger imports and
+    which stays installed for the plain rounds too), summed into the
+    returned list's one element."""
+    from dyndbg.dynamo import break_reasons, compile_context, recompile_reasons
     spent = [0.0]
-    for module in (break_reasons, recompile_reasons):
-        for name in ("since", "mark", "count"):
+    for module in (break_reasons, recompile_reasons, compile_context):
+        for name in ("since", "mark", "count", "guard_stacks", "called_from"):
             function = getattr(module, name, None)
             if function is None:
                 continue
@@ -83,7 +86,7 @@ def main() -> None:
     print(f"compiles (9, 5 graph breaks, 2 recompiles), plain {statistics.median(plain):.3f} s, "
           f"under dyndbg {statistics.median(debugged):.3f} s, "
           f"ratio {statistics.median(ratios):.3f} (the whole debugger attached)")
-    print(f"of which reading torch's graph-break and recompile reasons: "
+    print(f"of which reading torch's account (break and recompile reasons, guard stacks): "
           f"{reading[0] / args.rounds * 1000:.3f} ms a round "
           f"({reading[0] / sum(debugged) * 100:.2f}% of the compile time under dyndbg)")
 
