@@ -351,3 +351,30 @@ def test_the_cache_api_gives_each_guards_stack_and_why_an_entry_was_compiled() -
                   for text in failed]
     assert [(r.older, r.guard) for r in third.because] == torch_said[1:], (third, failed)
     assert str(third).startswith("step [0/2] is a recompile of step"), str(third)
+
+
+def test_a_tensor_checks_failure_is_never_called_torchs_own() -> None:
+    """Torch words a failing tensor check without the guard's line ("tensor 'x'
+    dtype mismatch ..."), though the guard came from the program's line
+    (guard_export_fn's TENSOR_MATCH has a user stack): no line is given then,
+    never "torch's own"."""
+    import torch
+    import torch._dynamo
+    from dyndbg.dynamo import recompile_reasons
+
+    def g(x):
+        return x * 3
+    failed: list[str] = []
+    installed: list[object] = []
+    torch._dynamo.reset()
+    compiled = torch._dynamo.optimize(
+        "eager", guard_fail_fn=lambda f: failed.append(f.reason),
+        guard_export_fn=lambda guards: installed.extend(
+            guard.user_stack for guard in guards if guard.name == "L['x']"))(g)
+    for dtype in (torch.float32, torch.int64):
+        compiled(torch.ones(2, dtype=dtype))
+    torch._dynamo.reset()
+    assert failed and all(stack for stack in installed), (failed, installed)
+    reason = recompile_reasons.parse(failed[0])
+    assert "dtype mismatch" in reason.guard, failed
+    assert reason.where == "" and "torch's own" not in reason.one_line(), reason

@@ -28,11 +28,13 @@ class RecompileReason(NamedTuple):
 
     older: str          # the older entry's compile id, "0/0"
     guard: str          # its first failing guard, as torch wrote it
-    where: str          # the line that installed that guard ("file.py:12"), or "torch"
+    where: str          # the line that installed that guard ("file.py:12"), "torch" for
+    #                     one torch installs itself, "" where torch's text gives no line
+    #                     (its tensor checks: "tensor 'x' dtype mismatch ...")
 
     def one_line(self) -> str:
         origin = "torch's own" if self.where == "torch" else self.where
-        return f"[{self.older}] failed {self.guard}  ({origin})"
+        return f"[{self.older}] failed {self.guard}" + (f"  ({origin})" if origin else "")
 
 
 def failures(original: types.CodeType) -> list | None:
@@ -69,4 +71,6 @@ def parse(text: str) -> RecompileReason:
     found = _OLDER.match(first)
     older, rest = (found.group(1).split("_")[0], found.group(2)) if found else ("?", first)
     code, comment, _ = split_part(rest)
-    return RecompileReason(older, code, installed_at(comment))
+    # No comment, no line: a tensor check's text, whose guard came from a line of
+    # the program's all the same. Saying "torch's own" there would be false.
+    return RecompileReason(older, code, installed_at(comment) if comment else "")
