@@ -242,13 +242,14 @@ def test_cache_and_why_give_torchs_reasons_for_each_recompile(tmp_path: Path) ->
     answer = run.transcript.split("(dyndbg) why\n")[2].split("(dyndbg) ")[0]
     assert answer.startswith("step [0/2] is a recompile of step"), answer
     assert all(f"[{older}] failed {guard}" in answer for older, guard in torch_said[1:]), answer
-    # For this call, each older entry's failing guard and the value that failed it:
-    # what the program's own `calls` is at this stop.
+    # For this call, each older entry's failing guard, the line that installed it
+    # (the failing guard's user stack, which guard_export_fn's agrees with) and
+    # the value that failed it: what the program's own `calls` is at this stop.
     calls = run.transcript.split("(dyndbg) p calls\n")[1].split("\n")[0]
     this_call = answer.split("for this call:\n")[1]
     for older, guard in torch_said[1:]:
-        assert f"  [{older}] guard failed: {guard}\n    G['calls'] is {calls}\n" in this_call, \
-            this_call
+        assert f"  [{older}] guard failed: {guard}  ({RECOMPILES.name}:{marked})\n" \
+               f"    G['calls'] is {calls}\n" in this_call, this_call
 
 
 GIVES_UP = ROOT / "tests" / "programs" / "gives_up.py"

@@ -31,7 +31,9 @@ differs after the fact (post mortem, `up`): see call_state.py.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import sys
 import types
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
@@ -69,6 +71,9 @@ class EntryExplanation:
     # compile id -> (source, value) for each source the failing guard reads, as
     # this call gave it (`G['calls']`, 2): the values that failed it.
     values: dict[str, list[tuple[str, object]]] = field(default_factory=dict)
+    # compile id -> "file.py:12", the line that installed the failing guard (its
+    # user stack, as check_verbose gives it), where torch gives one
+    origins: dict[str, str] = field(default_factory=dict)
 
 
 # A guard source in torch's guard code: `L['x']`, `G['Config'].flag`, `G['T']['k']`.
@@ -177,15 +182,31 @@ def _count_leaves(root: object) -> int:
 
 # -- explaining the choice of entry ------------------------------------------------
 
-def _check_verbose(entry: object, f_locals: dict) -> tuple[bool, str] | None:
-    """(passed, first failure reason) using check_verbose, which leaves fail counts alone."""
+class Outcome(NamedTuple):
+    """An entry's guards checked on a call's locals (check_verbose)."""
+
+    passed: bool
+    reason: str          # the first failing guard's code, as torch gives it
+    origin: str = ""     # "file.py:12": the line that installed it, from the failing
+    #                      guard's user stack ("" where torch gives none)
+
+
+def _check_verbose(entry: object, f_locals: dict) -> Outcome | None:
+    """The outcome, using check_verbose, which leaves fail counts alone."""
     manager = getattr(entry, "guard_manager", None)
     check = getattr(manager, "check_verbose", None)
     if check is None:
         return None
     result = versions.guard_check(check, f_locals)
     parts = [code_only(str(p)) for p in getattr(result, "verbose_code_parts", []) or []]
-    return bool(result.result), "; ".join(parts) or "guards failed"
+    stack = getattr(result, "user_stack", None)
+    origin = ""
+    if stack and not bool(result.result):
+        frame = stack[-1]     # full paths here, unlike the comments' shortened ones
+        torch_folder = os.path.dirname(getattr(sys.modules.get("torch"), "__file__", "") or "")
+        origin = "torch" if torch_folder and frame.filename.startswith(torch_folder + os.sep) \
+            else f"{os.path.basename(frame.filename)}:{frame.lineno}"
+    return Outcome(bool(result.result), "; ".join(parts) or "guards failed", origin)
 
 
 def _running_entry(entries: list, transformed_code: types.CodeType) -> object | None:
@@ -225,12 +246,14 @@ def _explain(original_code: types.CodeType, transformed_code: types.CodeType,
             continue
         if outcome is None:
             explanation.note = _unavailable("guard evaluation")
-        elif outcome[0]:
+        elif outcome.passed:
             explanation.passing.append(cid)
         else:
-            explanation.rejected.append((cid, outcome[1]))
+            explanation.rejected.append((cid, outcome.reason))
             explanation.values[cid] = source_values(getattr(entry, "guard_manager", None),
-                                                    f_locals, outcome[1])
+                                                    f_locals, outcome.reason)
+            if outcome.origin and outcome.origin != "torch":
+                explanation.origins[cid] = outcome.origin
     return explanation
 
 
@@ -271,7 +294,7 @@ def _guard_tree(original_code: types.CodeType, transformed_code: types.CodeType,
             outcome = _against_call(entry, _check_verbose(entry, f_locals), call)
         except Exception:  # noqa: BLE001
             outcome = None
-        reason = outcome[1] if outcome and not outcome[0] else None
+        reason = outcome.reason if outcome and not outcome.passed else None
         try:
             manager = entry.guard_manager  # type: ignore[attr-defined]  # torch's CacheEntry
             builder = TreeBuilder(GuardScope(manager, f_locals), reason,
@@ -281,7 +304,7 @@ def _guard_tree(original_code: types.CodeType, transformed_code: types.CodeType,
             return (f"guards not evaluable individually with torch {torch_version()} "
                     f"({error}):\n{getattr(entry, 'guard_manager', '?')}\noverall: "
                     f"{reason or 'pass'}")
-    if outcome is not None and outcome[0]:
+    if outcome is not None and outcome.passed:
         # The whole tree passed, so every guard in it did, even those that cannot
         # be called on their own.
         for line in builder.lines:
@@ -346,7 +369,7 @@ def _passes(entry: object, f_locals: dict) -> bool:
         outcome = _check_verbose(entry, f_locals)
     except Exception:  # noqa: BLE001
         return False
-    return outcome is not None and outcome[0]
+    return outcome is not None and outcome.passed
 
 
 @contextlib.contextmanager
@@ -358,17 +381,17 @@ def _in_state_of(call: _Call | None) -> Iterator[None]:
         yield
 
 
-def _against_call(entry: object, outcome: tuple[bool, str] | None,
-                  call: _Call | None) -> tuple[bool, str] | None:
+def _against_call(entry: object, outcome: Outcome | None,
+                  call: _Call | None) -> Outcome | None:
     """check_verbose's outcome, unless it stopped at GLOBAL_STATE, which it checks
     against the process now: a process-wide setting changed since the call is no
     failure of the call (the GLOBAL_STATE line says what differs from the call)."""
-    if call is None or outcome is None or outcome[0] or \
-            not outcome[1].startswith("GLOBAL_STATE"):
+    if call is None or outcome is None or outcome.passed or \
+            not outcome.reason.startswith("GLOBAL_STATE"):
         return outcome
     changes = call_state.changed(_global_record(entry) or {}, call.record)
     if changes:
-        return False, f"GLOBAL_STATE changed: {', '.join(changes)}"
+        return Outcome(False, f"GLOBAL_STATE changed: {', '.join(changes)}")
     return None      # the rest of the tree was not checked
 
 

@@ -93,7 +93,9 @@ def explain(entry: GeneratedCode, frame_globals: dict, registry: Registry,
         if rejected and explained is not None:
             lines.append("for this call:")
             for compile_id, guard in rejected:
-                lines.append(f"  [{compile_id}] guard failed: {guard}")
+                line = explained.origins.get(compile_id)
+                lines.append(f"  [{compile_id}] guard failed: {guard}"
+                             + (f"  ({line})" if line else ""))
                 lines += [f"    {source} is {show(value)}"
                           for source, value in explained.values.get(compile_id, ())]
     elif entry.compile_id is not None:
