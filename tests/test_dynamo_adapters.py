@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import types
+from pathlib import Path
 
 import pytest
 
@@ -321,3 +322,19 @@ def test_a_throwing_guard_check_leaves_torch_function_on() -> None:
 
     torch.ones(2).as_subclass(Seen) + 1
     assert Seen.calls > 0          # __torch_function__ still dispatches on this thread
+
+
+def test_a_guard_line_in_a_file_named_as_one_of_torchs_is_the_programs() -> None:
+    """Torch shortens paths from the folder a file shares with torch's package,
+    so a program's /proj/functional.py (torch in /proj/.venv) is written
+    `functional.py`, as torch's own torch/functional.py is: the source line the
+    comment carries tells them apart."""
+    import linecache
+    from dyndbg.dynamo.guard_walk import installed_at
+    ours = Path(torch.__file__).parent / "functional.py"
+    number, text = next((n, line.strip()) for n, line in
+                        enumerate(linecache.getlines(str(ours)), 1) if line.strip())
+    assert installed_at(f"{text}  # functional.py:{number} in f") == "torch"
+    assert installed_at(f"x = x * 2  # functional.py:{number} in f") == f"functional.py:{number}"
+    assert installed_at(f"functional.py:{number} in f") == "torch"   # no line text: torch's
+    assert installed_at("y = 1  # not_torch_at_all.py:3 in g") == "not_torch_at_all.py:3"

@@ -4,6 +4,7 @@ trees are and how they are read, versions.py for how releases differ)."""
 from __future__ import annotations
 
 import builtins
+import linecache
 import os
 import re
 import sys
@@ -98,17 +99,24 @@ def installed_at(comment: str) -> str:
     found = _LOCATION.search(comment)
     if found is None:
         return "torch"
-    file, line = found.group(1).strip(), found.group(2)
-    if _is_torch_file(file):
+    file, line = found.group(1).strip(), int(found.group(2))
+    if _is_torch_file(file, line, comment[:found.start()].strip()):
         return "torch"
     return f"{os.path.basename(file)}:{line}"
 
 
-def _is_torch_file(shortened: str) -> bool:
-    """Torch writes its own files relative to its package folder."""
+def _is_torch_file(shortened: str, line: int, text: str) -> bool:
+    """Torch writes a file's path from the folder it shares with torch's
+    package: its own files as `_dynamo/x.py`, a program's as the rest of
+    their path (`/proj/functional.py` with torch in /proj/.venv is
+    `functional.py`, as torch's own torch/functional.py is). Where the comment
+    carries the source line (`text`), torch's file must hold it at `line`."""
     torch = sys.modules.get("torch")
     folder = os.path.dirname(getattr(torch, "__file__", "") or "")
-    return bool(folder) and os.path.isfile(os.path.join(folder, shortened))
+    path = os.path.join(folder, shortened)
+    if not folder or not os.path.isfile(path):
+        return False
+    return not text or linecache.getline(path, line).strip() == text
 
 
 def code_only(part: str) -> str:
