@@ -105,14 +105,26 @@ def installed_at(comment: str) -> str:
     return f"{os.path.basename(file)}:{line}"
 
 
+def frame_origin(filename: str, lineno: int) -> str:
+    """As installed_at, for a frame whose path is whole (a user stack's last
+    frame): "torch" inside torch's package, else `file.py:12`."""
+    folder = _torch_folder()
+    if folder and filename.startswith(folder + os.sep):
+        return "torch"
+    return f"{os.path.basename(filename)}:{lineno}"
+
+
+def _torch_folder() -> str:
+    return os.path.dirname(getattr(sys.modules.get("torch"), "__file__", "") or "")
+
+
 def _is_torch_file(shortened: str, line: int, text: str) -> bool:
     """Torch writes a file's path from the folder it shares with torch's
     package: its own files as `_dynamo/x.py`, a program's as the rest of
     their path (`/proj/functional.py` with torch in /proj/.venv is
     `functional.py`, as torch's own torch/functional.py is). Where the comment
     carries the source line (`text`), torch's file must hold it at `line`."""
-    torch = sys.modules.get("torch")
-    folder = os.path.dirname(getattr(torch, "__file__", "") or "")
+    folder = _torch_folder()
     path = os.path.join(folder, shortened)
     if not folder or not os.path.isfile(path):
         return False

@@ -31,9 +31,7 @@ differs after the fact (post mortem, `up`): see call_state.py.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import sys
 import types
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
@@ -41,7 +39,7 @@ from typing import Iterator, NamedTuple
 from dyndbg.dynamo import call_state, versions
 from dyndbg.dynamo.versions import torch_version
 from dyndbg.dynamo.guard_walk import (GuardLine, GuardScope, Judge, TreeBuilder, code_only,
-                                      managers, walk)
+                                      frame_origin, managers, walk)
 
 
 def _unavailable(what: str) -> str:
@@ -202,10 +200,7 @@ def _check_verbose(entry: object, f_locals: dict) -> Outcome | None:
     stack = getattr(result, "user_stack", None)
     origin = ""
     if stack and not bool(result.result):
-        frame = stack[-1]     # full paths here, unlike the comments' shortened ones
-        torch_folder = os.path.dirname(getattr(sys.modules.get("torch"), "__file__", "") or "")
-        origin = "torch" if torch_folder and frame.filename.startswith(torch_folder + os.sep) \
-            else f"{os.path.basename(frame.filename)}:{frame.lineno}"
+        origin = frame_origin(stack[-1].filename, stack[-1].lineno or 0)
     return Outcome(bool(result.result), "; ".join(parts) or "guards failed", origin)
 
 

@@ -74,7 +74,6 @@ def explain(entry: GeneratedCode, frame_globals: dict, registry: Registry,
     gave what they read (guards.explain_entry), where known; `show` writes a
     value as the front end shows values."""
     lines: list[str] = []
-    rejected = explained.rejected if explained is not None else None
     if entry.is_resume:
         origin = made_by(entry, frame_globals, registry)
         if origin is None:
@@ -90,9 +89,9 @@ def explain(entry: GeneratedCode, frame_globals: dict, registry: Registry,
                      "compiled it, each older entry failed a guard (torch's account):")
         lines += [f"  {reason.one_line()}" for reason in entry.because] or \
             ["  (not known: that compile ran before dyndbg attached)"]
-        if rejected and explained is not None:
+        if explained is not None and explained.rejected:
             lines.append("for this call:")
-            for compile_id, guard in rejected:
+            for compile_id, guard in explained.rejected:
                 line = explained.origins.get(compile_id)
                 lines.append(f"  [{compile_id}] guard failed: {guard}"
                              + (f"  ({line})" if line else ""))
