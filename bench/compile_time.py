@@ -47,12 +47,13 @@ def timed_reading() -> list[float]:
     """Time spent in reading torch's account of each compile (what `why` adds
     to it: reasons, the guards' user stacks, the call that made it; by the
     engine's hooks and by dyndbg.cache's, which the debugger imports and
-    which stays installed for the plain rounds too), summed into the
-    returned list's one element."""
-    from dyndbg.dynamo import break_reasons, compile_context, recompile_reasons
+    which stays installed for the plain rounds too), and copying each graph
+    before its backend sees it (what `graph run` and `graph bisect` compare
+    with), summed into the returned list's one element."""
+    from dyndbg.dynamo import break_reasons, compile_context, graph_copies, recompile_reasons
     spent = [0.0]
-    for module in (break_reasons, recompile_reasons, compile_context):
-        for name in ("since", "mark", "count", "guard_stacks", "called_from"):
+    for module in (break_reasons, recompile_reasons, compile_context, graph_copies):
+        for name in ("since", "mark", "count", "guard_stacks", "called_from", "_copy_or_none"):
             function = getattr(module, name, None)
             if function is None:
                 continue
@@ -86,7 +87,8 @@ def main() -> None:
     print(f"compiles (9, 5 graph breaks, 2 recompiles), plain {statistics.median(plain):.3f} s, "
           f"under dyndbg {statistics.median(debugged):.3f} s, "
           f"ratio {statistics.median(ratios):.3f} (the whole debugger attached)")
-    print(f"of which reading torch's account (break and recompile reasons, guard stacks): "
+    print(f"of which reading torch's account (break and recompile reasons, guard stacks) "
+          "and copying each graph: "
           f"{reading[0] / args.rounds * 1000:.3f} ms a round "
           f"({reading[0] / sum(debugged) * 100:.2f}% of the compile time under dyndbg)")
 

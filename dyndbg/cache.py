@@ -8,6 +8,8 @@
     e = dc.patch("0/0", "insert", 39, "LOAD_CONST", 100)
     dc.run("0/0", x, 5)                 # its code, by hand, no guards
     dc.undo(e.number)                   # or dc.undo_all()
+    dc.graph_capture(3); f(x)           # keep graph 3's next inputs, then
+    dc.graph_bisect(3)                  # its first node whose compiled value differs
 
 Entries are named by compile id (`0/1`, as TORCH_LOGS and `cache` name them) and
 looked up afresh on every call: torch frees cache entries, so no handle is kept.
@@ -22,14 +24,15 @@ from __future__ import annotations
 import inspect
 import traceback
 import types
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, NamedTuple
 
-from dyndbg.dynamo import compile_context, live_entries, graphs, guard_walk, patching, why as _why
+from dyndbg.dynamo import compile_context, graph_copies, live_entries, guard_walk, patching, why as _why
 from dyndbg.dynamo.break_reasons import BreakReason
 from dyndbg.dynamo.compile_log import CompileLog
 from dyndbg.dynamo.live_entries import CacheError
 from dyndbg.dynamo.edits import EDITS, Edit
-from dyndbg.dynamo.names import find_graph_global
+from dyndbg.dynamo.graph_checks import (Bisection, GraphRun, NodeValues, captured,
+                                        graph_bisect, graph_capture, graph_run, graph_values)
 from dyndbg.dynamo.hooks import shield
 from dyndbg.dynamo.recompile_reasons import RecompileReason
 from dyndbg.dynamo.registry import GeneratedCode, Registry
@@ -37,6 +40,7 @@ from dyndbg.dynamo.registry import GeneratedCode, Registry
 __all__ = ["CacheError", "Edit", "EntryView", "EntryWhy", "GraphRun", "GuardView", "entries",
            "code", "guards", "why", "check", "evict", "evict_all", "force", "add_guard",
            "drop_guard", "patch", "install", "run", "graph_run", "graph_capture", "captured",
+           "graph_bisect", "graph_values", "Bisection", "NodeValues",
            "edits", "undo", "undo_all"]
 
 
@@ -103,6 +107,7 @@ def _install_log() -> CompileLog | None:
         return None
 
     shield(started, compiled)
+    graph_copies.keep()        # dynamo's graphs as traced, for graph_run and graph_bisect
     convert_frame.register_bytecode_hook(compiled)
     torch._dynamo.callback_handler.register_start_callback(started)
     return log
@@ -253,111 +258,3 @@ def undo(number: int) -> list[Edit]:
 
 def undo_all() -> list[Edit]:
     return EDITS.undo_all()
-
-
-# -- graphs ----------------------------------------------------------------------------
-
-class GraphRun(NamedTuple):
-    compiled: object        # what the compiled graph returned (what the program gets)
-    eager: object | None    # the same FX graph run eagerly (None: no FX graph kept)
-    same: bool | None
-    difference: str         # where they differ, for people
-
-
-def _graph_global(number: int) -> tuple[dict, str]:
-    found = find_graph_global(str(number))
-    if found is None:
-        raise CacheError(f"no compiled graph {number} (yet)")
-    return found
-
-
-_captured: dict[int, tuple] = {}
-_GRAPH = "_dyndbg_captures"   # on a capture wrapper: the compiled graph it stands for
-
-
-def graph_capture(number: int, at_hand: Sequence[object] | None = None) -> None:
-    """Keep the inputs of graph `number`'s next call (for graph_run with no inputs).
-
-    at_hand: the inputs of a call of the graph that is about to run (a stop at its
-    CALL: the graph is already on the value stack, so the wrapper put in now misses
-    it); copies are kept at once, and the next call's inputs replace them."""
-    namespace, name = _graph_global(number)
-    compiled = _compiled(namespace[name])   # a capture not yet used is replaced
-    if at_hand is not None:
-        try:
-            _captured[number] = tuple(_copy(a) for a in at_hand)
-        except Exception as error:
-            raise CacheError(f"cannot copy the inputs of graph {number}'s call at hand: "
-                             f"{type(error).__name__}: {error}") from None
-
-    def capture(*args: object, **kwargs: object) -> object:
-        # One call only: the module global is the compiled graph again at once.
-        if namespace.get(name) is capture:
-            namespace[name] = compiled
-        try:
-            _captured[number] = tuple(_copy(a) for a in args)
-        except Exception:   # the program's call must go on whatever copying did
-            pass
-        return compiled(*args, **kwargs)
-    capture.__wrapped__ = compiled  # type: ignore[attr-defined]  # a function's attribute
-    setattr(capture, _GRAPH, compiled)
-    # Generated code calls it inside the compiled frame: dynamo must skip it and
-    # all it calls (else it compiles dyndbg's own code: extra frames, a graph
-    # break and a UserWarning, recompiles counted against the program's limit).
-    shield(capture)
-    namespace[name] = capture
-
-
-def _compiled(value: object) -> Callable[..., object]:
-    """The compiled graph itself, where `value` is a capture wrapper not yet called."""
-    compiled = getattr(value, _GRAPH, value)
-    if not callable(compiled):
-        raise CacheError(f"not a compiled graph: {type(compiled).__name__}")
-    return compiled
-
-
-def captured(number: int) -> tuple | None:
-    return _captured.get(number)
-
-
-def _copy(value: object) -> object:
-    clone = getattr(value, "clone", None)
-    return clone() if callable(clone) and type(value).__module__.startswith("torch") else value
-
-
-def graph_run(number: int, *inputs: object) -> GraphRun:
-    """Graph `number` run on `inputs` (default: the captured ones), compiled and as its
-    FX graph run eagerly, compared."""
-    namespace, name = _graph_global(number)
-    if not inputs:
-        if number not in _captured:
-            raise CacheError(f"no inputs captured for graph {number}: graph capture {number}, "
-                             "then let it run, or give the inputs")
-        inputs = _captured[number]
-    compiled_fn = _compiled(namespace[name])
-    compiled = compiled_fn(*[_copy(a) for a in inputs])
-    module = graphs.graph_module(name, compiled_fn)
-    if module is None:
-        return GraphRun(compiled, None, None, "no FX graph kept for this graph's backend")
-    eager = module(*[_copy(a) for a in inputs])  # type: ignore[operator]  # a GraphModule, typed object
-    same, difference = _compare(compiled, eager)
-    return GraphRun(compiled, eager, same, difference)
-
-
-def _compare(a: object, b: object) -> tuple[bool, str]:
-    import torch
-    left = list(a) if isinstance(a, (list, tuple)) else [a]
-    right = list(b) if isinstance(b, (list, tuple)) else [b]
-    if len(left) != len(right):
-        return False, f"{len(left)} outputs against {len(right)}"
-    for k, (x, y) in enumerate(zip(left, right)):
-        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
-            if x.shape != y.shape or x.dtype != y.dtype:
-                return False, (f"output {k}: {x.dtype}{list(x.shape)} against "
-                               f"{y.dtype}{list(y.shape)}")
-            if not torch.allclose(x, y, equal_nan=True):
-                diff = (x.double() - y.double()).abs().max().item()
-                return False, f"output {k}: max abs difference {diff:.3g}"
-        elif x != y:
-            return False, f"output {k}: {x!r} against {y!r}"
-    return True, "all outputs equal (allclose)"

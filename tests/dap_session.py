@@ -6,10 +6,12 @@ from the run itself, never by index.
 """
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
+from typing import Iterator
 
-from harness import ROOT, SAMPLES, run_dyndbg
+from harness import ROOT, SAMPLES, child_env, run_dyndbg
 from dap_client import VSCODE_INITIALIZE, DapClient
 from transcript import PROMPT, STOP, no_traceback, segments
 
@@ -24,6 +26,20 @@ DESCRIBED = re.compile(r"@(?P<offset>\d+)\s+(?P<opname>[A-Z][A-Z0-9_]*)")
 
 
 # -- a session ------------------------------------------------------------------
+
+@contextlib.contextmanager
+def adapter_session() -> Iterator[Dap]:
+    """An editor's session with `python -m dyndbg.dap` over stdio; the adapter
+    is killed if still running at the end."""
+    client = DapClient.start_adapter(cwd=ROOT, env=child_env())
+    try:
+        yield Dap(client)
+    finally:
+        process = client.process   # type: ignore[attr-defined]
+        if process.poll() is None:
+            process.kill()
+        client.close()
+
 
 class Dap:
     """A DapClient with the steps of an editor's session."""

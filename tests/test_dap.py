@@ -19,7 +19,7 @@ import pytest
 
 from harness import ROOT, child_env, run_dyndbg, run_plain
 from dap_client import DapClient, ListeningProgram
-from dap_session import (DESCRIBED, EXIT_CODE, GENERATED, GRAPH_BREAK, LOW_BITS, RESUME, Dap,
+from dap_session import (DESCRIBED, adapter_session, EXIT_CODE, GENERATED, GRAPH_BREAK, LOW_BITS, RESUME, Dap,
                          cli_steps, dap_stop, parse_stack, same_place, same_stack)
 from transcript import segments
 
@@ -35,15 +35,8 @@ BOOLEAN_CAPABILITIES = [
 
 @pytest.fixture
 def dap():
-    client = DapClient.start_adapter(cwd=ROOT, env=child_env())
-    session = Dap(client)
-    try:
+    with adapter_session() as session:
         yield session
-    finally:
-        process = client.process   # type: ignore[attr-defined]
-        if process.poll() is None:
-            process.kill()
-        client.close()
 
 
 # -- the tests ----------------------------------------------------------------------

@@ -16,7 +16,8 @@ The page marks each checked block with an HTML comment on the line before it:
 Only what legitimately varies is normalised: memory addresses, the uuid of
 `__compiled_fn_N_<uuid>`, the checkout's path (the page says /path/to/dyndbg),
 the thread count inside torch's global-state guard (which changes the length
-shown for that cut guard), and trailing spaces.
+shown for that cut guard), the seconds `graph bisect` and `graph values` took,
+and trailing spaces.
 """
 from __future__ import annotations
 
@@ -136,6 +137,9 @@ def normalise(text: str) -> list[str]:
                   r"\1_<uuid>", text)
     text = re.sub(r"^(.*GLOBAL_STATE: .*)\(\d+ chars\)(  \(torch's own\))?$", r"\1(N chars)\2",
                   text, flags=re.M)
+    # how long `graph bisect` and `graph values` took
+    text = re.sub(r"(\d+ compiles?, |compile of the graph up to \w+, )\d+\.\d\d s\b",
+                  r"\1N.NN s", text)
     return [line.rstrip() for line in text.splitlines()]
 
 

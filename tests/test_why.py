@@ -87,15 +87,12 @@ def test_the_editor_gets_the_same_why_and_each_compiles_breaks(tmp_path: Path,
     """Through DAP: `dyndbg/why` and `why` in the debug console answer as the
     prompt does at the same stop, and each `dyndbg/compile` of code that
     breaks its graph carries torch's reason."""
-    from dap_client import DapClient
-    from dap_session import Dap
-    from harness import child_env
+    from dap_session import adapter_session
     recorded, _ = torch_account
     cli = run_dyndbg(PROGRAM, ["b torch_dynamo_resume_in_*", "c", "why", "q"], tmp_path)
     expected = cli.transcript.split("(dyndbg) why\n")[1].split("(dyndbg) ")[0].rstrip("\n")
-    client = DapClient.start_adapter(cwd=ROOT, env=child_env())
-    dap = Dap(client)
-    try:
+    with adapter_session() as dap:
+        client = dap.client
         # At the first resume call (an instruction breakpoint on the CALL of the
         # resume function): the stopped event's text is torch's reason for the
         # break there, as the prompt's line.
@@ -125,10 +122,6 @@ def test_the_editor_gets_the_same_why_and_each_compiles_breaks(tmp_path: Path,
         assert breaks and breaks[0]["where"] == f"{recorded[0][0]}:{recorded[0][1]}", breaks
         assert breaks[0]["reason"] == recorded[0][2] and breaks[0]["gbId"] == recorded[0][3]
         dap.disconnect()
-    finally:
-        if client.process.poll() is None:   # type: ignore[attr-defined]
-            client.process.kill()           # type: ignore[attr-defined]
-        client.close()
 
 
 GUARD_PROGRAM = ROOT / "tests" / "programs" / "guard_origins.py"

@@ -280,21 +280,33 @@ def _source_lines(graph: object) -> list[tuple[str, int]]:
     """Innermost user frame of each computing node, deduplicated in graph order.
 
     Placeholders are skipped: their stack trace is their first use, not a definition.
-    Frames inside torch itself are dropped unless nothing else is left.
     """
-    torch_dir = _torch_dir()
     lines: list[tuple[str, int]] = []
     for node in graph.nodes:  # type: ignore[attr-defined]  # an fx.Graph
         if node.op in ("placeholder", "output"):
             continue
-        trace = node.meta.get("stack_trace") or ""
-        frames = [(f, int(n)) for f, n in _FRAME.findall(trace)]
-        user = [fr for fr in frames if not (torch_dir and fr[0].startswith(torch_dir))]
-        chosen = (user or frames)[-1:] if frames else []
-        for frame in chosen:
-            if frame not in lines:
-                lines.append(frame)
+        frame = node_frame(node)
+        if frame is not None and frame not in lines:
+            lines.append(frame)
     return lines
+
+
+def node_frame(node: object) -> tuple[str, int] | None:
+    """(file, line) of the user's line that made an FX node: the innermost frame
+    of its stack trace outside torch (torch's own only if nothing else is)."""
+    trace = getattr(node, "meta", {}).get("stack_trace") or ""
+    frames = [(f, int(n)) for f, n in _FRAME.findall(trace)]
+    torch_dir = _torch_dir()
+    user = [fr for fr in frames if not (torch_dir and fr[0].startswith(torch_dir))]
+    chosen = user or frames
+    return chosen[-1] if chosen else None
+
+
+def node_line(node: object) -> str:
+    """`model.py:12` for an FX node (node_frame), "" where it has no stack trace."""
+    import os
+    frame = node_frame(node)
+    return f"{os.path.basename(frame[0])}:{frame[1]}" if frame else ""
 
 
 def _torch_dir() -> str | None:

@@ -6,6 +6,7 @@
   transformed code. If it raises, the process aborts, so the wrapper swallows
   everything; the engine uses it to turn tracing on only when needed.
 - compile start/end callbacks: the engine suspends tracing while dynamo compiles.
+- the backend's call: a copy of each graph as dynamo traced it (graph_copies.py).
 Where torch lacks the C callback (or DYNDBG_NO_CALLBACK=1), `has_callback` is
 False and the engine falls back to a global trace function.
 """
@@ -15,7 +16,7 @@ import os
 import types
 from typing import TYPE_CHECKING, Callable
 
-from dyndbg.dynamo import give_ups
+from dyndbg.dynamo import give_ups, graph_copies
 from dyndbg.dynamo.compile_log import CompileLog
 from dyndbg.dynamo.registry import Registry
 from dyndbg.faults import maybe_fault
@@ -79,6 +80,7 @@ class DynamoHooks:
         self.shield(self._bytecode_hook, self._code_callback, self._compile_start,
                     self._compile_end)
         self._handle = convert_frame.register_bytecode_hook(self._bytecode_hook)
+        graph_copies.keep()     # dynamo's graphs as traced, for graph run / bisect
         if self._on_give_up is not None:
             self._give_ups = give_ups.install(self._gave_up)
         handler = torch._dynamo.callback_handler

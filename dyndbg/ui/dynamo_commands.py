@@ -8,6 +8,7 @@ from dyndbg.cpython import call_site
 from dyndbg.dynamo import graphs, guards, why
 from dyndbg.dynamo.edits import EDITS
 from dyndbg.dynamo.names import GRAPH_NAME, find_graph_global, graph_number, readable
+from dyndbg.ui import graph_checks
 from dyndbg.ui.host import Host
 from dyndbg.ui.parsing import CommandError
 from dyndbg.ui.values import cut, summarize
@@ -47,18 +48,27 @@ class DynamoCommands:
         return name, namespace[name]
 
     def do_graph(self, arg: str) -> None:
-        """graph [N | NAME] [--output-code] | graph run N [INPUTS...] | graph capture N
+        """graph [N | NAME] [--output-code] | graph run|capture|bisect|values [N] ...
         The FX graph of a compiled graph, with shapes and the user's source
         lines: the one called at the current instruction by default. With
         --output-code, inductor's generated code for it.
-        run: call compiled graph N on INPUTS (Python expressions; default: the
-        captured ones) and its FX graph eagerly on the same, and compare.
-        capture: keep the inputs of graph N's next call, for `graph run N`;
-        stopped at a call of graph N, those of that call."""
+        N below defaults to the graph called at this stop, with its inputs;
+        elsewhere the inputs are those `graph capture N` kept.
+        graph capture N: keep the inputs of graph N's next call; stopped at a
+        call of graph N, those of that call.
+        graph run N [INPUTS...]: call compiled graph N on INPUTS (Python
+        expressions) and dynamo's graph (as traced, before the backend)
+        eagerly on the same, and compare.
+        graph bisect N [--rtol R] [--atol A] [--no-fp64] [--save FILE]: the
+        first node whose value compiled by graph N's backend differs from
+        dynamo's graph run eagerly, judged against a float64 run as
+        torch._dynamo.utils.same judges (tolerances default to its 1e-4);
+        --save writes a script reproducing it, its inputs beside it.
+        graph values N NODE: one node's eager, float64 and compiled values."""
         host = self.host
         words = arg.split()
-        if words and words[0] in ("run", "capture"):
-            self._graph_run_or_capture(words[0], arg.split(None, 2)[1:])
+        if words and words[0] in graph_checks.ACTIONS:
+            self._graph_check(words[0], words[1:], arg)
             return
         output_code = "--output-code" in words
         words = [w for w in words if w != "--output-code"]
@@ -83,15 +93,14 @@ class DynamoCommands:
             host.write(f"  ({info.note})")
         host.write(host.highlighter.python(info.code))
 
-    def _graph_run_or_capture(self, action: str, words: list[str]) -> None:
+    def _graph_check(self, action: str, words: list[str], arg: str) -> None:
         from dyndbg import cache as api
-        if not words or not words[0].isdigit():
-            raise CommandError(f"usage: graph {action} N" + (" [INPUTS...]" if action == "run"
-                                                               else ""))
-        number = int(words[0])
+        number, rest = graph_checks.graph_number_of(words, action, self._graph_called_here)
+        at_hand = self._call_at_hand(number)
         try:
             if action == "capture":
-                at_hand = self._call_at_hand(number)
+                if rest:
+                    raise CommandError(f"usage: {graph_checks.USAGE[action]}")
                 api.graph_capture(number, at_hand)
                 if at_hand is None:
                     self.host.write(f"graph {number}: the inputs of its next call will be kept "
@@ -101,17 +110,50 @@ class DynamoCommands:
                     self.host.write(f"graph {number}: kept the {kept} of the call at hand "
                                     f"(then: graph run {number}); its next call's will "
                                     "replace them")
-                return
-            given = self.host.evaluate(f"({words[1]},)") if len(words) > 1 else ()
-            inputs = given if isinstance(given, tuple) else (given,)
-            ran = api.graph_run(number, *inputs)
+            elif action == "run":
+                self._graph_run(number, arg, words, at_hand)
+            elif action == "bisect":
+                options = graph_checks.parse_bisect_options(rest)
+                found = api.graph_bisect(number, *(at_hand or ()), rtol=options.rtol,
+                                         atol=options.atol, fp64=options.fp64,
+                                         save=options.save)
+                for line in graph_checks.bisect_lines(found):
+                    self.host.write(line)
+                if options.save is not None:
+                    self.host.write(f"saved: python {options.save} reproduces it")
+            else:
+                if len(rest) != 1:
+                    raise CommandError(f"usage: {graph_checks.USAGE[action]}")
+                shown = api.graph_values(number, rest[0], *(at_hand or ()))
+                for line in graph_checks.values_lines(shown):
+                    self.host.write(line)
         except api.CacheError as error:
             raise CommandError(str(error)) from None
+
+    def _graph_run(self, number: int, arg: str, words: list[str],
+                   at_hand: list[object] | None) -> None:
+        from dyndbg import cache as api
+        given_text = arg.split(None, 2)[2:] if words and words[0].isdigit() else \
+            arg.split(None, 1)[1:]
+        if given_text:
+            given = self.host.evaluate(f"({given_text[0]},)")
+            inputs = tuple(given) if isinstance(given, tuple) else (given,)
+        else:
+            inputs = tuple(at_hand or ())
+        ran = api.graph_run(number, *inputs)
         self.host.write(f"compiled graph {number}: {cut(summarize(ran.compiled), 150)}")
         if ran.eager is not None:
-            self.host.write(f"FX graph, eager:  {cut(summarize(ran.eager), 150)}")
+            self.host.write(f"dynamo's graph, eager: {cut(summarize(ran.eager), 150)}")
         self.host.write(("same: " if ran.same else "DIFFERENT: " if ran.same is False else "")
                         + ran.difference)
+
+    def _graph_called_here(self) -> int | None:
+        """The number of the graph called at the live stop's instruction, if any."""
+        stop, call = self.host.stop, self.graph_call
+        if stop is None or call is None or self.host.past is not None \
+                or call.frame is not stop.frame or call.index != stop.instr.index:
+            return None
+        return graph_number(call.name)
 
     def _call_at_hand(self, number: int) -> list[object] | None:
         """The arguments of graph `number`'s call when the live stop is at it (the
