@@ -60,20 +60,22 @@ def _program_state(function) -> tuple:
 
 @pytest.fixture
 def fresh():
-    import torch
     import dyndbg.cache  # noqa: F401  (keeps dynamo's graphs from its import on)
-    torch._dynamo.reset()
+    _forget_graphs()
     wrong_ops.REWRITTEN.clear()
     yield
     _forget_graphs()
 
 
 def _forget_graphs() -> None:
-    """dynamo reset, and its graphs' globals gone from the module (reset leaves them)."""
+    """dynamo reset, and its graphs' globals gone from every module (reset leaves them)."""
     import torch
     torch._dynamo.reset()
-    for name in [n for n in vars(wrong_ops) if n.startswith("__compiled_fn_")]:
-        delattr(wrong_ops, name)
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if isinstance(namespace, dict):
+            for name in [n for n in list(namespace) if n.startswith("__compiled_fn_")]:
+                del namespace[name]
 
 
 def _compile_and_capture(backend, dynamic: bool, training: bool):
@@ -169,6 +171,24 @@ def test_bisect_leaves_the_tensors_it_is_given_as_they_were(fresh) -> None:
     assert all(torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b
                for a, b in zip(given, before))
     assert found.first is not None and found.first.node == wrong_ops.REWRITTEN[0]
+
+
+def test_a_node_of_torchs_own_module_is_placed_in_it(fresh) -> None:
+    """Dynamo keeps no line for the code of torch's modules: the verdict names
+    the module the node ran in, as the program built it (nn.Sequential's [1])."""
+    import torch
+    import dyndbg.cache as dc
+    net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+    f = torch.compile(net, backend=wrong_ops.wrong_relu)
+    x = torch.randn(4, 8)
+    f(x)
+    (number,) = {int(n.split("_")[4]) for m in list(sys.modules.values())
+                 for n in list(getattr(m, "__dict__", {})) if n.startswith("__compiled_fn_")}
+    dc.graph_capture(number)
+    f(x)
+    first = dc.graph_bisect(number).first
+    assert first is not None and first.node == wrong_ops.REWRITTEN[0]
+    assert re.fullmatch(r"\S+\.1 \(ReLU\)", first.line), first.line
 
 
 def test_graph_run_compares_with_dynamos_graph_not_the_rewritten_one(fresh) -> None:

@@ -40,7 +40,8 @@ class Verdict(NamedTuple):
     node: str                 # its name in dynamo's graph, `h_2`
     op: str                   # call_function, call_method, call_module
     target: str               # `torch.relu`, `add`, `L__self___fc1` (describe(): with op)
-    line: str                 # `model.py:12`, the user's line that made it ("" if none)
+    line: str                 # `model.py:12`, the user's line that made it, or the
+    #                           module it ran in (graphs.node_place); "" if neither
     agreement: Agreement
     eager: Any
     compiled: Any

@@ -162,7 +162,7 @@ def graph_bisect(number: int, *inputs: object, rtol: float = DEFAULT_TOLERANCE,
     inputs = tuple(_inputs(number, inputs))
     try:
         found = bisect.bisect(number, kept, inputs, rtol=rtol, atol=atol, fp64=fp64,
-                              line_of=graphs.node_line)
+                              line_of=graphs.node_place)
     except CacheError:
         raise
     except Exception as error:  # noqa: BLE001 - a backend failing on a part of the graph
@@ -195,7 +195,7 @@ def graph_values(number: int, node: str, *inputs: object, rtol: float = DEFAULT_
     eager, high = ref.eager.get(node), (ref.fp64 or {}).get(node)
     agreed = node_values.agreement(eager, compiled, high, rtol=rtol, atol=atol)
     return NodeValues(number, node, f"{nodes[node].op} {bisect.target_name(nodes[node])}",
-                      graphs.node_line(nodes[node]), eager, high, compiled, agreed,
+                      graphs.node_place(nodes[node]), eager, high, compiled, agreed,
                       time.perf_counter() - started)
 
 

@@ -309,6 +309,21 @@ def node_line(node: object) -> str:
     return f"{os.path.basename(frame[0])}:{frame[1]}" if frame else ""
 
 
+def node_place(node: object) -> str:
+    """Where an FX node came from: its line (node_line) or, where dynamo kept no
+    stack trace (code of torch's own modules), the innermost module it ran in,
+    from dynamo's nn_module_stack: `L['fn'].1 (ReLU)`; "" if neither."""
+    line = node_line(node)
+    if line:
+        return line
+    stack = getattr(node, "meta", {}).get("nn_module_stack") or {}
+    try:
+        path, kind = list(stack.values())[-1]
+        return f"{path} ({getattr(kind, '__name__', kind)})"
+    except (IndexError, TypeError, ValueError):
+        return ""
+
+
 def _torch_dir() -> str | None:
     import os
 

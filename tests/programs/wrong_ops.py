@@ -6,13 +6,14 @@ import torch
 REWRITTEN: list[str] = []        # the name of each node a backend rewrote, in order
 
 
-def relu_plus_one(x):
+def relu_plus_one(x, inplace=False):
     return torch.relu(x) + 1
 
 
 def _rewrite_relu(gm):
     for node in gm.graph.nodes:
-        if node.op == "call_function" and node.target is torch.relu:
+        if node.op == "call_function" and node.target in (torch.relu,
+                                                          torch.nn.functional.relu):
             node.target = relu_plus_one
             REWRITTEN.append(node.name)
     gm.recompile()
