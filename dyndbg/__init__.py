@@ -18,3 +18,9 @@ def __getattr__(name: str) -> object:
 
 def __dir__() -> list[str]:
     return sorted(list(globals()) + list(_API) + ["core"])
+
+
+def load_ipython_extension(shell: object) -> None:
+    """`%load_ext dyndbg` in IPython or Jupyter: %dyndbg and %%dyndbg (dyndbg/notebook.py)."""
+    from dyndbg.notebook import load_ipython_extension as load
+    load(shell)

@@ -44,6 +44,17 @@ def attach(out: TextIO, commands: list[str] | None = None, no_color: bool = Fals
     return start_engine(engine)
 
 
+def set_options(engine: Engine, *, post_mortem: bool = False, record: bool = False,
+                trace: bool = False) -> None:
+    """--post-mortem, --record and --trace, as the CLI and the notebook magics take them."""
+    if post_mortem:
+        engine.keep_failed_calls = True
+    if record:
+        engine.recording = True
+    if trace:
+        engine.instruction_trace = True
+
+
 def start_engine(engine: Engine) -> Engine:
     """Start an engine whose front end is wired to it; it is the one attached now."""
     global _current

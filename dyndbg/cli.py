@@ -278,16 +278,11 @@ def _attach(args: argparse.Namespace, prefix_rank: int | None) -> int | None:
 
 
 def _apply_options(args: argparse.Namespace) -> None:
-    from dyndbg.attach import current
+    from dyndbg.attach import current, set_options
     engine = current()
     if engine is None:
         return   # an editor came and went before the program started
-    if args.post_mortem:
-        engine.keep_failed_calls = True
-    if args.record:
-        engine.recording = True
-    if args.trace:
-        engine.instruction_trace = True
+    set_options(engine, post_mortem=args.post_mortem, record=args.record, trace=args.trace)
 
 
 def _post_mortem(error: BaseException) -> None:

@@ -10,14 +10,15 @@ The page marks each checked block with an HTML comment on the line before it:
   end, must be its whole output: nothing left out, nothing added.
 - `<!-- command -->`: a `$ COMMAND` line run with bash in the checkout (a
   leading `python` is this interpreter); the rest of the block must be its
-  whole output.
+  whole output. `<!-- command: release -->`: the same, on the page's release
+  only (its output holds what one torch writes, a traceback through it).
 - `<!-- file: PATH -->`: lines that must appear together in PATH.
 
 Only what legitimately varies is normalised: memory addresses, the uuid of
 `__compiled_fn_N_<uuid>`, the checkout's path (the page says /path/to/dyndbg),
 the thread count inside torch's global-state guard (which changes the length
-shown for that cut guard), the seconds `graph bisect` and `graph values` took,
-and trailing spaces.
+shown for that cut guard), the seconds `graph bisect` and `graph values` took
+and a pytest run took, and trailing spaces.
 """
 from __future__ import annotations
 
@@ -137,6 +138,8 @@ def normalise(text: str) -> list[str]:
                   r"\1_<uuid>", text)
     text = re.sub(r"^(.*GLOBAL_STATE: .*)\(\d+ chars\)(  \(torch's own\))?$", r"\1(N chars)\2",
                   text, flags=re.M)
+    # how long pytest's run took
+    text = re.sub(r"(\d+ (?:failed|passed)[^\n]*?) in \d+\.\d+s\b", r"\1 in N.NNs", text)
     # how long `graph bisect` and `graph values` took
     text = re.sub(r"(\d+ compiles?, |compile of the graph up to \w+, )\d+\.\d\d s\b",
                   r"\1N.NN s", text)
@@ -202,6 +205,8 @@ def command_blocks() -> list[Block]:
 
 @pytest.mark.parametrize("block", command_blocks(), ids=lambda b: f"line{b.line}")
 def test_command_output_is_real(block: Block) -> None:
+    if block.arg == "release" and not _on_page_release():
+        pytest.skip(f"this command's output (torch's traceback) is what {PAGE_RELEASE} writes")
     head = block.lines[0]
     assert head.startswith("$ "), f"{PAGE.name}:{block.line}: a command block starts with '$ '"
     # `python` is this interpreter, wherever it stands in the pipeline's first command.

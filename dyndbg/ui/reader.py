@@ -62,6 +62,47 @@ class TerminalReader:
             return "quit"
 
 
+class KernelReader:
+    """Reads from a Jupyter front end through its kernel (ipykernel): input()
+    is ipykernel's raw_input there, an input request the notebook shows as a
+    box (and then, with the answer, in the cell's output), one command per
+    request. Plain mode: the output goes to the cell."""
+
+    interactive = True
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self.write = write
+        self.detach_line: str | None = None   # why read() ended the input, if it did
+
+    def read(self, prompt: str) -> str | None:
+        try:
+            line = input(prompt)
+        except EOFError:
+            self.detach_line = "dyndbg: the front end closed the input; detaching, the " \
+                "program runs on"
+            return None
+        except Exception as error:  # noqa: BLE001 - StdinNotImplementedError: no stdin
+            if type(error).__name__ != "StdinNotImplementedError":
+                raise
+            self.detach_line = ("dyndbg: this kernel's front end takes no input "
+                                "(allow_stdin is off): no stop can read a command; "
+                                "detaching, the program runs on")
+            return None
+        return line     # the front end shows the prompt and the answer itself
+
+
+def in_kernel() -> bool:
+    """Whether this process is a Jupyter kernel (ipykernel) running a cell."""
+    if "ipykernel" not in sys.modules:
+        return False
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
 def is_terminal(out: TextIO) -> bool:
     stdin = sys.stdin
     try:

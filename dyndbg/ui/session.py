@@ -19,7 +19,8 @@ from dyndbg.ui.history_commands import HistoryCommands, summarized_names
 from dyndbg.ui.host import Family, PastView, Reader
 from dyndbg.ui.looking import LookingCommands
 from dyndbg.ui.parsing import CommandError, expand_aliases, leading_word, split_commands
-from dyndbg.ui.reader import ScriptedReader, TerminalReader, is_terminal, printable
+from dyndbg.ui.reader import (KernelReader, ScriptedReader, TerminalReader, in_kernel,
+                              is_terminal, printable)
 from dyndbg.ui.running import RunningCommands
 from dyndbg.ui.session_commands import SessionCommands
 from dyndbg.ui.stop_printer import StopPrinter
@@ -70,15 +71,7 @@ class Session:
                                              self.editing, self.looking, self.recorded,
                                              self.settings)
         self.printer = StopPrinter(self)
-        self.reader: Reader
-        if self.color:
-            from dyndbg.ui.completion import DebuggerCompleter  # loads prompt-toolkit
-            self.reader = PromptReader(self.write, DebuggerCompleter(self), self.printer.toolbar_text,
-                                       *(terminal_io or _line_terminal_io()))
-        elif terminal:
-            self.reader = TerminalReader(self.write)
-        else:
-            self.reader = ScriptedReader(sys.stdin, self.write)
+        self.reader: Reader = self.choose_reader(terminal, terminal_io)
         self.pending: list[str] = list(commands or [])
         self.engine: "Engine"  # set by the caller once the engine exists
         self.last_command = ""
@@ -93,6 +86,21 @@ class Session:
         # (command name, word typed): raises CommandError to refuse it (an
         # editor's console refuses what moves the program).
         self.guard: Callable[[str, str], None] | None = None
+
+    def choose_reader(self, terminal: bool, terminal_io: tuple | None = None) -> Reader:
+        """Where commands come from: a notebook's front end (in a Jupyter kernel),
+        prompt-toolkit (a colour terminal), input() (a plain one), or stdin's lines."""
+        if terminal_io is None and in_kernel():
+            self.color = False
+            self.highlighter = Highlighter(False)
+            return KernelReader(self.write)
+        if self.color:
+            from dyndbg.ui.completion import DebuggerCompleter  # loads prompt-toolkit
+            return PromptReader(self.write, DebuggerCompleter(self), self.printer.toolbar_text,
+                                *(terminal_io or _line_terminal_io()))
+        if terminal:
+            return TerminalReader(self.write)
+        return ScriptedReader(sys.stdin, self.write)
 
     # -- output ---------------------------------------------------------------------
     def write(self, text: str = "") -> None:
@@ -152,7 +160,8 @@ class Session:
                     self.write("")  # Ctrl-C at the prompt clears the line, as in pdb
                     continue
                 if read is None:  # end of scripted input: run to completion
-                    self.write("dyndbg: end of input, detaching; the program runs to completion")
+                    self.write(getattr(self.reader, "detach_line", None) or
+                               "dyndbg: end of input, detaching; the program runs to completion")
                     self.engine.detach()
                     return
                 line = read
