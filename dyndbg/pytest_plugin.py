@@ -51,7 +51,7 @@ def pytest_sessionstart(session: Any) -> None:
 def pytest_configure(config: Any) -> None:
     if not config.getoption("dyndbg") or _xdist(config):
         return
-    from dyndbg.ui.pytest_session import start
+    from dyndbg.pytest_session import start
     setattr(config, _ENGINE, start(config, config.getoption("dyndbg_commands")))
 
 

@@ -1,4 +1,5 @@
-"""The prompt inside a pytest run (`pytest --dyndbg`, dyndbg/pytest_plugin.py).
+"""The prompt inside a pytest run (`pytest --dyndbg`, dyndbg/pytest_plugin.py),
+wired here as attach.py wires the CLI's (ui/ never imports the session).
 
 The same Session as the CLI's, with what a test run needs around each stop:
 pytest's capture suspended, stdin included (as its --pdb does), the output
