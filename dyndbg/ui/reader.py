@@ -81,12 +81,14 @@ class KernelReader:
             self.detach_line = "dyndbg: the front end closed the input; detaching, the " \
                 "program runs on"
             return None
-        except Exception as error:  # noqa: BLE001 - StdinNotImplementedError: no stdin
-            if type(error).__name__ != "StdinNotImplementedError":
-                raise
-            self.detach_line = ("dyndbg: this kernel's front end takes no input "
-                                "(allow_stdin is off): no stop can read a command; "
-                                "detaching, the program runs on")
+        except Exception as error:  # noqa: BLE001 - never a traceback of ours
+            if type(error).__name__ == "StdinNotImplementedError":
+                self.detach_line = ("dyndbg: this kernel's front end takes no input "
+                                    "(allow_stdin is off): no stop can read a command; "
+                                    "detaching, the program runs on")
+            else:
+                self.detach_line = (f"dyndbg: cannot read input from the front end "
+                                    f"({type(error).__name__}); detaching, the program runs on")
             return None
         return line     # the front end shows the prompt and the answer itself
 
