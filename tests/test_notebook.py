@@ -5,7 +5,6 @@ user would type it; IPython's own terminal in a real pseudo-terminal."""
 from __future__ import annotations
 
 import io
-import os
 import queue
 import re
 import sys
@@ -15,7 +14,7 @@ from typing import Iterator
 import pexpect
 import pytest
 
-from harness import ROOT, child_env
+from harness import child_env
 
 DEFINE = '''
 import torch
@@ -197,13 +196,3 @@ def test_ipythons_terminal_keeps_its_own_prompt_around_dyndbgs(tmp_path: Path) -
             child.kill(9)
     screen = ANSI.sub("", raw.getvalue())
     assert "Traceback" not in screen, screen[-3000:]
-
-
-def test_the_extension_is_importable_without_ipython_running() -> None:
-    from dyndbg.notebook import parse
-    options, statement = parse("-c 'b f' --record -c stack f(x, '--record')")
-    assert options.commands == ["b f", "stack"] and options.record and not options.trace
-    assert statement == "f(x, '--record')"
-    with pytest.raises(ValueError, match="unknown option '--nope'"):
-        parse("--nope f(x)")
-    assert os.path.exists(ROOT / "dyndbg" / "notebook.py")

@@ -71,7 +71,7 @@ def test_without_the_option_nothing_changes_and_xdist_says_it_cannot_stop(
     assert unregistered.returncode == plain.returncode == 1
     assert _summary(unregistered) == _summary(plain)
     assert "(dyndbg)" not in plain.stdout and "dyndbg:" not in plain.stdout + plain.stderr
-    workers = _pytest(tmp_path, "--dyndbg", "-n", "2")
+    workers = _pytest(tmp_path, "--dyndbg", "-n", "1")
     assert workers.returncode == 1 and "1 failed, 1 passed" in _summary(workers)
     assert workers.stdout.count("dyndbg: cannot stop under xdist (-n): its workers have no "
                                 "stdin; run without -n to debug") == 1, workers.stdout
