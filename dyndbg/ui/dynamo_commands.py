@@ -158,10 +158,8 @@ class DynamoCommands:
     def _call_at_hand(self, number: int) -> list[object] | None:
         """The arguments of graph `number`'s call when the live stop is at it (the
         graph already on the value stack: a capture put in the global now misses it)."""
-        stop, call = self.host.stop, self.graph_call
-        if stop is None or call is None or stop.stack is None or self.host.past is not None \
-                or call.frame is not stop.frame or call.index != stop.instr.index \
-                or graph_number(call.name) != number:
+        stop = self.host.stop
+        if self._graph_called_here() != number or stop is None or stop.stack is None:
             return None
         site = call_site(stop.instr.opname, stop.instr.arg, stop.stack)
         return None if site is None else list(site.args)
