@@ -82,11 +82,11 @@ class Reference(NamedTuple):
 
 
 def reference(kept: KeptGraph, inputs: Sequence[Any], fp64: bool) -> Reference:
-    with _untouched():
+    with untouched():
         eager = node_values.record(kept.private_module(), node_values.clones(inputs))
     high = None
     if fp64:
-        with _untouched():
+        with untouched():
             high = node_values.record_fp64(kept.graph_module, inputs)
     return Reference(eager, high)
 
@@ -171,9 +171,9 @@ def compiled_values(kept: KeptGraph, names: list[str] | None,
     """The values of nodes `names` (None: the graph's own outputs) computed by
     the kept graph's backend, in a compile of a copy returning them."""
     gm = subgraph(kept.private_module(), names)
-    with _untouched():
+    with untouched():
         compiled = kept.backend(gm, node_values.clones(inputs))
-    with _untouched():
+    with untouched():
         result = compiled(*node_values.clones(inputs))
     result = list(result) if isinstance(result, (tuple, list)) else [result]
     return [_detached(v) for v in result]
@@ -238,7 +238,7 @@ def _detached(value: Any) -> Any:
 
 
 @contextlib.contextmanager
-def _untouched() -> Iterator[None]:
+def untouched() -> Iterator[None]:
     """Runs and compiles that leave no trace on the program: the random number
     generators, grad mode and torch's compile counters are as they were, and
     every run starts from the same random state (so a random op draws the

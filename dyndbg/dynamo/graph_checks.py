@@ -134,7 +134,8 @@ def graph_run(number: int, *inputs: object) -> GraphRun:
     namespace, name = _graph_global(number)
     inputs = tuple(_inputs(number, inputs))
     compiled_fn = _compiled(namespace[name])
-    compiled = compiled_fn(*[_copy(a) for a in inputs])
+    with bisect.untouched():        # the program's random state and counters stay as they were
+        compiled = compiled_fn(*[_copy(a) for a in inputs])
     kept = graph_copies.kept(name)
     if kept is None:
         return GraphRun(compiled, None, None,
