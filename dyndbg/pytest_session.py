@@ -17,9 +17,8 @@ from typing import Any, Iterator
 from dyndbg.engine.debugger import Engine
 from dyndbg.engine.stop import Stop
 from dyndbg.ui import rcfile
-from dyndbg.ui.reader import is_terminal, printable
+from dyndbg.ui.reader import printable
 from dyndbg.ui.session import Session
-from dyndbg.ui.style import Highlighter, wants_color
 
 
 class _CurrentStdout:
@@ -63,10 +62,7 @@ class PytestSession(Session):
                 self._first = False
                 self._run_first_commands(stop)
                 return
-            terminal = is_terminal(self.out)
-            self.color = terminal and wants_color(self.out)
-            self.highlighter = Highlighter(self.color)
-            self.reader = self.choose_reader(terminal)
+            self.use_output()       # the terminal (or a pipe) now that capture is off
             self.write("")          # off pytest's line of progress dots
             super().interact(stop)
 

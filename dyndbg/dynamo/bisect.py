@@ -109,9 +109,10 @@ def bisect(number: int, kept: KeptGraph, inputs: Sequence[Any], rtol: float = 1e
                                      rtol=rtol, atol=atol)
 
     def verdict(name: str, value: Any, agreed: Agreement) -> Verdict:
+        # `value`: as compiled_values gives it, detached
         node = nodes[name]
         return Verdict(name, node.op, target_name(node), line_of(node), agreed,
-                       ref.eager[name], _detached(value),
+                       ref.eager[name], value,
                        None if ref.fp64 is None else ref.fp64.get(name),
                        tuple(u.name for u in node.users if u.op != "output"))
 
@@ -176,7 +177,7 @@ def compiled_values(kept: KeptGraph, names: list[str] | None,
     with untouched():
         result = compiled(*node_values.clones(inputs))
     result = list(result) if isinstance(result, (tuple, list)) else [result]
-    return [_detached(v) for v in result]
+    return [node_values.detached(v) for v in result]
 
 
 def subgraph(part: Any, names: list[str] | None) -> Any:
@@ -231,10 +232,6 @@ def _ancestors(node: Any) -> set[str]:
             seen.add(current.name)
             todo.extend(current.all_input_nodes)
     return seen
-
-
-def _detached(value: Any) -> Any:
-    return node_values._detached(value)
 
 
 @contextlib.contextmanager

@@ -143,9 +143,9 @@ def graph_run(number: int, *inputs: object) -> GraphRun:
                         "compiled it (the graph module reachable now may be the backend's "
                         "rewrite, no reference for it)")
     ref = bisect.reference(kept, inputs, fp64=True)
-    outputs = [ref.eager.get(n) if n else None for n in bisect.output_names(kept.graph_module)]
-    high = [(ref.fp64 or {}).get(n) if n else None
-            for n in bisect.output_names(kept.graph_module)]
+    names = bisect.output_names(kept.graph_module)
+    outputs = [ref.eager.get(n) if n else None for n in names]
+    high = [(ref.fp64 or {}).get(n) if n else None for n in names]
     eager = tuple(outputs) if isinstance(compiled, (tuple, list)) or len(outputs) != 1 \
         else outputs[0]
     same, difference = _compare(compiled, outputs, high)
@@ -206,7 +206,7 @@ def _compare(compiled: object, eager: list, fp64: list) -> tuple[bool, str]:
     if len(got) != len(eager):
         return False, f"{len(got)} outputs against {len(eager)}"
     for k, (x, y, z) in enumerate(zip(got, eager, fp64)):
-        agreed = node_values.agreement(y, node_values._detached(x), z)
+        agreed = node_values.agreement(y, node_values.detached(x), z)
         if not agreed.agree:
             detail = agreed.note or f"max abs difference {agreed.max_abs:.3g}"
             return False, f"output {k}: {detail}"

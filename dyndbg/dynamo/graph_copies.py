@@ -59,10 +59,10 @@ class KeptGraph:
         buffer in place, or a backend that rewrites the graph, touches only it)."""
         import copy as _copy
         import torch.fx
-        module = copy_graph_module(self.graph_module)
-        if self.attributes:
-            module = torch.fx.GraphModule(_copy.deepcopy(self.attributes), module.graph)
-            module.meta = dict(self.meta)
+        graph, attributes = copy_graph(self.graph_module)
+        module = torch.fx.GraphModule(_copy.deepcopy(attributes) if attributes else attributes,
+                                      graph)
+        module.meta = dict(self.meta)
         return module
 
 

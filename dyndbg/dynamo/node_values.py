@@ -93,7 +93,7 @@ def record(gm: Any, args: Sequence[Any]) -> dict[str, Any]:
     class Recorder(torch.fx.Interpreter):
         def run_node(self, node: Any) -> Any:
             value = super().run_node(node)
-            values[node.name] = _detached(value)
+            values[node.name] = detached(value)
             return value
 
     with torch.no_grad():
@@ -118,12 +118,13 @@ def clones(args: Sequence[Any]) -> list[Any]:
     return list(clone_inputs_retaining_gradness(list(args)))
 
 
-def _detached(value: Any) -> Any:
+def detached(value: Any) -> Any:
+    """A value with its tensors (and those of a plain tuple or list) detached."""
     import torch
     if isinstance(value, torch.Tensor):
         return value.detach()
     if isinstance(value, (tuple, list)):
-        return type(value)(_detached(v) for v in value) if type(value) in (tuple, list) \
+        return type(value)(detached(v) for v in value) if type(value) in (tuple, list) \
             else value
     return value
 

@@ -55,9 +55,6 @@ class Session:
         """terminal_io: (input, output) for prompt-toolkit instead of the real
         terminal, as its test harness provides (create_pipe_input, DummyOutput)."""
         self.out = out
-        terminal = terminal_io is not None or is_terminal(out)
-        self.color = terminal and (terminal_io is not None or wants_color(out, no_color))
-        self.highlighter = Highlighter(self.color)
         self.sticky = False
         # The families, in help order; the session talks to the ones named here.
         self.running = RunningCommands(self)
@@ -71,7 +68,10 @@ class Session:
                                              self.editing, self.looking, self.recorded,
                                              self.settings)
         self.printer = StopPrinter(self)
-        self.reader: Reader = self.choose_reader(terminal, terminal_io)
+        self.color = False
+        self.highlighter = Highlighter(False)
+        self.reader: Reader
+        self.use_output(no_color, terminal_io)
         self.pending: list[str] = list(commands or [])
         self.engine: "Engine"  # set by the caller once the engine exists
         self.last_command = ""
@@ -87,20 +87,26 @@ class Session:
         # editor's console refuses what moves the program).
         self.guard: Callable[[str, str], None] | None = None
 
-    def choose_reader(self, terminal: bool, terminal_io: tuple | None = None) -> Reader:
-        """Where commands come from: a notebook's front end (in a Jupyter kernel),
-        prompt-toolkit (a colour terminal), input() (a plain one), or stdin's lines."""
-        if terminal_io is None and in_kernel():
-            self.color = False
-            self.highlighter = Highlighter(False)
-            return KernelReader(self.write)
-        if self.color:
+    def use_output(self, no_color: bool = False, terminal_io: tuple | None = None) -> None:
+        """Colour and where commands come from, for `self.out` as it is now: a
+        notebook's front end (in a Jupyter kernel, plain), prompt-toolkit (a
+        colour terminal), input() (a plain one), or stdin's lines."""
+        terminal = terminal_io is not None or is_terminal(self.out)
+        kernel = terminal_io is None and in_kernel()
+        self.color = terminal and not kernel and (terminal_io is not None or
+                                                  wants_color(self.out, no_color))
+        self.highlighter = Highlighter(self.color)
+        if kernel:
+            self.reader = KernelReader(self.write)
+        elif self.color:
             from dyndbg.ui.completion import DebuggerCompleter  # loads prompt-toolkit
-            return PromptReader(self.write, DebuggerCompleter(self), self.printer.toolbar_text,
-                                *(terminal_io or _line_terminal_io()))
-        if terminal:
-            return TerminalReader(self.write)
-        return ScriptedReader(sys.stdin, self.write)
+            self.reader = PromptReader(self.write, DebuggerCompleter(self),
+                                       self.printer.toolbar_text,
+                                       *(terminal_io or _line_terminal_io()))
+        elif terminal:
+            self.reader = TerminalReader(self.write)
+        else:
+            self.reader = ScriptedReader(sys.stdin, self.write)
 
     # -- output ---------------------------------------------------------------------
     def write(self, text: str = "") -> None:
