@@ -83,12 +83,11 @@ def write(path: str, kept: KeptGraph, found: Bisection, inputs: Sequence[Any]) -
     from torch._dynamo.debug_utils import generate_config_string
     first = found.first
     assert first is not None
-    part = subgraph(kept.private_module(), [first.node])
-    clean = torch.fx.GraphModule(part, part.graph)         # no dynamo meta to pickle
+    part = subgraph(kept.private_module(), [first.node])   # a new GraphModule: no dynamo meta
     backend = getattr(kept.backend, "_torchdynamo_orig_backend", kept.backend)
     data = os.path.splitext(os.path.basename(path))[0] + ".pt"
     data_path = os.path.join(os.path.dirname(os.path.abspath(path)), data)
-    saved: dict[str, Any] = {"graph": clean, "inputs": list(node_values.clones(inputs)),
+    saved: dict[str, Any] = {"graph": part, "inputs": list(node_values.clones(inputs)),
                              "backend": backend if _importable(backend) else backend_name(backend)}
     try:
         torch.save(saved, data_path)
@@ -98,7 +97,7 @@ def write(path: str, kept: KeptGraph, found: Bisection, inputs: Sequence[Any]) -
     agreement = "\n\n\n".join(textwrap.dedent(inspect.getsource(f)) for f in
                               (node_values.Agreement, node_values.agreement,
                                node_values.verdict_line))
-    code = "\n".join("#   " + line for line in clean.code.strip().splitlines())
+    code = "\n".join("#   " + line for line in part.code.strip().splitlines())
     text = _SCRIPT.format(graph=found.graph, node=first.node, target=first.describe(),
                           line=first.line, backend=backend_name(backend),
                           script=os.path.basename(path), data=data, version=torch.__version__,
