@@ -45,14 +45,17 @@ def attach(out: TextIO, commands: list[str] | None = None, no_color: bool = Fals
 
 
 def set_options(engine: Engine, *, post_mortem: bool = False, record: bool = False,
-                trace: bool = False) -> None:
-    """--post-mortem, --record and --trace, as the CLI and the notebook magics take them."""
+                trace: bool = False, catch_trace: str | None = None) -> None:
+    """--post-mortem, --record, --trace and --catch-trace, as the CLI and the
+    notebook magics take them."""
     if post_mortem:
         engine.keep_failed_calls = True
     if record:
         engine.recording = True
     if trace:
         engine.instruction_trace = True
+    if catch_trace is not None:
+        engine.catch_trace(catch_trace)
 
 
 def start_engine(engine: Engine) -> Engine:

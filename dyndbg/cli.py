@@ -20,7 +20,7 @@ from dyndbg import __version__
 from dyndbg.ownframes import is_own_frame
 
 USAGE = ("python -m dyndbg [-c COMMAND]... [--out FILE] [--no-color] [--post-mortem] "
-         "[--record] [--trace] [--no-rc] [--rank R] "
+         "[--record] [--trace] [--catch-trace FUNC] [--no-rc] [--rank R] "
          "[--listen [HOST:]PORT [--wait-for-client]] (SCRIPT | -m MODULE) [ARGS...]")
 DESCRIPTION = """\
 Run a Python script and stop in the bytecode that TorchDynamo (torch.compile)
@@ -65,6 +65,10 @@ def _parser() -> argparse.ArgumentParser:
                              "generated frame's start and return, as `trace on` (with "
                              "-c c: the last line printed names the instruction that "
                              "crashed the process)")
+    parser.add_argument("--catch-trace", metavar="FUNC",
+                        help="stop while dynamo compiles, when it starts tracing a function "
+                             "FUNC names (a glob; '*' every one), as `catch trace FUNC` set "
+                             "before the program's first compile")
     parser.add_argument("--no-rc", action="store_true",
                         help="do not run the commands of ~/.dyndbgrc and ./.dyndbgrc")
     parser.add_argument("--rank", type=int, metavar="R",
@@ -129,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
     """dyndbg's own options, then the target and its arguments."""
-    takes_value = {"-c", "--command", "--out", "--rank", "--listen", "--dap-connect"}
+    takes_value = {"-c", "--command", "--out", "--rank", "--listen", "--dap-connect",
+                   "--catch-trace"}
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -282,7 +287,8 @@ def _apply_options(args: argparse.Namespace) -> None:
     engine = current()
     if engine is None:
         return   # an editor came and went before the program started
-    set_options(engine, post_mortem=args.post_mortem, record=args.record, trace=args.trace)
+    set_options(engine, post_mortem=args.post_mortem, record=args.record, trace=args.trace,
+                catch_trace=args.catch_trace)
 
 
 def _post_mortem(error: BaseException) -> None:

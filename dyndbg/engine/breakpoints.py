@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import types
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, NamedTuple
+from typing import Callable, Iterable, NamedTuple, Sequence
 
 from dyndbg.dynamo.registry import GeneratedCode
 from dyndbg.engine.codeinfo import CodeInfo, Instr
@@ -246,12 +246,23 @@ class BreakpointTable:
         Hits count every time an enabled breakpoint is reached; a condition that
         raises counts as true, as in pdb, with one message.
         """
-        effective: list[Breakpoint] = []
+        reached = []
         for bp in self.at_code(entry, info).get(instr.offset, ()):
             location = bp.location_at(entry.code, instr.offset)
             if not bp.enabled or not _location_enabled(location) or \
                     not bp.target.confirm(frame, entry, instr, stack):
                 continue
+            reached.append((bp, location))
+        return self.take(reached, evaluate, report)
+
+    def take(self, reached: Sequence[tuple[Breakpoint, Location | None]],
+             evaluate: Callable[[str], object],
+             report: Callable[[str], None]) -> list[Breakpoint]:
+        """Of the enabled breakpoints reached (each with its location), those
+        that stop: each hit counted, then its condition and ignore count
+        applied; a temporary one that stops is deleted."""
+        effective: list[Breakpoint] = []
+        for bp, location in reached:
             bp.hits += 1
             if location is not None:
                 location.hits += 1

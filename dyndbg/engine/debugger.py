@@ -19,7 +19,8 @@ from dyndbg.dynamo.edits import EDITS
 from dyndbg.dynamo.give_ups import GiveUp
 from dyndbg.dynamo.markers import torch_has_marker
 from dyndbg.engine.breakpoints import BreakpointTable
-from dyndbg.engine.targets import CatchTarget
+from dyndbg.engine.breakpoints import Breakpoint
+from dyndbg.engine.targets import CatchTarget, TraceCatchTarget
 from dyndbg.engine.codeinfo import CodeInfo, Instr, code_info
 from dyndbg.engine.conditions import Conditions
 from dyndbg.engine.exceptions import ConditionInterrupted, DyndbgQuit
@@ -32,6 +33,7 @@ from dyndbg.engine.policy import TracePolicy, keeps_entry_names
 from dyndbg.engine.postmortem import FailureLog, post_mortem_stop
 from dyndbg.engine.snapshots import Snapshots
 from dyndbg.engine.stop import Stop, StopReason, TraceEvent, TraceKind, frame_event
+from dyndbg.engine.trace_stepping import TraceStepper, TraceStop
 from dyndbg.engine.tracing.tracer import Tracer
 from dyndbg.engine.tracing.choice import make_tracer
 from dyndbg.faults import FAULTS_ON, maybe_fault
@@ -44,6 +46,7 @@ _QUIET_EXCEPTIONS = (StopIteration, StopAsyncIteration, GeneratorExit)
 
 class Frontend(Protocol):
     def interact(self, stop: Stop) -> None: ...
+    def interact_trace(self, stop: TraceStop) -> None: ...
     def trace(self, event: TraceEvent) -> None: ...
     def message(self, text: str) -> None: ...
 
@@ -67,6 +70,8 @@ class Engine:
         self.hooks = DynamoHooks(self.registry, self._on_code_start, self._suspend,
                                  self._resume, self.internal_error, force_fallback,
                                  on_give_up=self._gave_up)
+        # Stops while dynamo compiles (`catch trace`, `b --trace`): hooked on first use.
+        self.trace = TraceStepper(self.breakpoints, frontend, self.internal_error)
         self.snapshots = Snapshots()    # the stacks read, for exception stops and `up`
         self.failures = FailureLog()                   # for post_mortem()
         self.history = History()                       # `record on`: what ran, to step back
@@ -99,6 +104,7 @@ class Engine:
         """No more stops: the program runs on as without dyndbg."""
         self.detached = True
         self.hooks.uninstall()
+        self.trace.disarm()
         self.interrupts.restore()
         self.interrupts.pending = False
         self.snapshots.clear()
@@ -239,6 +245,12 @@ class Engine:
         self.hooks.set_callback_active(self._wants_callback())
         self.tracer.step_into(frames)
 
+    def catch_trace(self, pattern: str = "*") -> Breakpoint:
+        """`catch trace PATTERN`: stop when dynamo starts tracing a matching function."""
+        bp = self.breakpoints.add(TraceCatchTarget("trace", pattern=pattern))
+        self.trace.arm()
+        return bp
+
     # -- queries ----------------------------------------------------------------
     def entry_for(self, code: types.CodeType) -> GeneratedCode | None:
         return self.registry.get(code)
@@ -270,6 +282,7 @@ class Engine:
         self.tracer.suspend()
 
     def _resume(self) -> None:
+        self.trace.compile_ended()
         if not self.detached:
             self.tracer.resume()
 

@@ -10,6 +10,9 @@ dynamo compiles matching code.
 - ResumeTarget: entry to resume functions (`b resume`, `b torch_dynamo_resume_in_f*`)
 - FunctionTarget: entry to the transformed code of a user function (`b f`)
 - CatchTarget: `catch compile|recompile|graph-break|exception`
+- TraceCatchTarget: `catch trace [FUNC]`, and TraceLineTarget: `b --trace
+  FILE:LINE`: stops while dynamo compiles (trace_stepping.py), never in
+  generated code: they arm no instruction
 - MarkerTarget: torch's `<BREAKPOINT>` markers (breakpoint 0, built in)
 """
 from __future__ import annotations
@@ -47,6 +50,8 @@ class Target:
     # True where offsets() are candidates and confirm() decides when reached
     # (listings mark those `B1?`).
     checked_when_reached = False
+    # True for stops while dynamo compiles (trace_stepping.py): no place in generated code.
+    compile_time = False
 
     def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
         raise NotImplementedError
@@ -186,6 +191,15 @@ def module_name_of(filename: str) -> str | None:
     return None
 
 
+def function_names(function: str, qualname: str, filename: str) -> list[str]:
+    """What a function pattern is matched against: `f`, `Net.forward`, `mod.Net.forward`."""
+    names = [function, qualname]
+    module = module_name_of(filename)
+    if module is not None:
+        names.append(f"{module}.{qualname}")
+    return names
+
+
 @dataclass
 class FunctionTarget(Target):
     """Entry to the transformed code of a user function: `f`, `Net.forward`, `mod.f`."""
@@ -193,11 +207,7 @@ class FunctionTarget(Target):
     pattern: str
 
     def names_for(self, entry: GeneratedCode) -> list[str]:
-        names = [entry.function, entry.qualname]
-        module = module_name_of(entry.code.co_filename)
-        if module is not None:
-            names.append(f"{module}.{entry.qualname}")
-        return names
+        return function_names(entry.function, entry.qualname, entry.code.co_filename)
 
     def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
         if entry.kind != "transformed" or entry.is_resume:
@@ -249,3 +259,40 @@ class CatchTarget(Target):
 
     def describe(self) -> str:
         return f"catch {self.event}"
+
+
+@dataclass
+class TraceCatchTarget(CatchTarget):
+    """`catch trace [FUNC]`: stop when dynamo starts tracing a frame whose
+    function matches FUNC (a first compile, a recompile, a resume function),
+    before it interprets the first instruction. Calls dynamo inlines are not
+    matched: `s` steps into them, `b --trace FILE:LINE` stops in them."""
+
+    event: str = "trace"
+    pattern: str = "*"
+    compile_time = True
+
+    def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        return set()    # compile time only
+
+    def matches(self, code: types.CodeType) -> bool:
+        names = function_names(code.co_name, getattr(code, "co_qualname", code.co_name),
+                               code.co_filename)
+        return any(fnmatch.fnmatchcase(n, self.pattern) for n in names)
+
+    def describe(self) -> str:
+        return "catch trace" + ("" if self.pattern == "*" else f" {self.pattern}")
+
+
+@dataclass
+class TraceLineTarget(LineTarget):
+    """`b --trace FILE:LINE`: stop when dynamo, tracing, reaches that line of
+    the user's code (the first instruction of it each time it is entered)."""
+
+    compile_time = True
+
+    def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        return set()    # compile time only
+
+    def describe(self) -> str:
+        return f"--trace {self.filename}:{self.line}"

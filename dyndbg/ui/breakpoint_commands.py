@@ -7,12 +7,13 @@ import os
 from dyndbg.dynamo.names import GRAPH_NAME, graph_number
 from dyndbg.engine.breakpoints import Breakpoint, Location
 from dyndbg.engine.targets import CatchTarget, InstructionTarget, LineTarget, Target
+from dyndbg.engine.trace_stepping import trace_line_target
 from dyndbg.ui.host import Host
 from dyndbg.ui.parsing import (CommandError, InstructionSpec, Place, check_condition,
                                parse_breakpoint_refs, parse_int, parse_location, parse_numbers,
                                split_condition)
 
-CATCH_EVENTS = ("compile", "recompile", "graph-break", "exception")
+CATCH_EVENTS = ("compile", "recompile", "graph-break", "exception", "trace")
 
 
 class BreakpointCommands:
@@ -54,11 +55,24 @@ class BreakpointCommands:
                                "starts" + ("" if later is None else f"; use {later}"))
         return InstructionTarget(entry.code, instr.offset, index, entry.label())
 
+    def _trace_target(self, spec: str) -> Target:
+        """`--trace FILE:LINE`: a line of your code, stopped at while dynamo traces it."""
+        target = trace_line_target(spec.split(None, 1)[1] if len(spec.split()) > 1 else "")
+        if target is None:
+            raise CommandError("usage: break --trace FILE:LINE")
+        if not os.path.exists(target.filename) and not os.path.isabs(target.filename) \
+                and not any(target.file_matches(e.code.co_filename)
+                            for e in self.host.engine.registry.entries()):
+            self.host.write(f"dyndbg: no file {target.filename} here yet; the breakpoint "
+                            "waits for a traced file whose path ends with it")
+        self.host.engine.trace.arm()
+        return target
+
     def resolution(self, bp: Breakpoint) -> str:
         """`resolved: ...` or `pending: ...`, from the generated code seen so far."""
         engine = self.host.engine
         target = bp.target
-        if isinstance(target, InstructionTarget):
+        if isinstance(target, InstructionTarget) or target.compile_time:
             return ""
         labels = [entry.label() for entry in engine.registry.entries()
                   if target.offsets(entry, engine.info_for(entry))]
@@ -97,7 +111,8 @@ class BreakpointCommands:
             self._list_breakpoints()
             return
         spec, condition = split_condition(arg)
-        target = self._target(spec)
+        target = self._trace_target(spec) if spec.split()[0] == "--trace" else \
+            self._target(spec)
         bp = self.host.engine.breakpoints.add(target, temporary, condition)
         kind = "Temporary breakpoint" if temporary else "Breakpoint"
         resolution = self.resolution(bp)
@@ -125,6 +140,8 @@ class BreakpointCommands:
                                 entry to resume functions
           FUNC, Class.method, module.FUNC
                                 entry to the transformed code of a function
+          --trace FILE:LINE     while dynamo compiles: where it reaches that
+                                line of your code, inlined calls included
         Names may be globs and may name code not compiled yet: the breakpoint
         stays pending until dynamo compiles it. With no argument, list
         breakpoints with their state, condition and hit count."""
@@ -171,7 +188,7 @@ class BreakpointCommands:
         self._add_breakpoint(arg, temporary=True)
 
     def do_catch(self, arg: str) -> None:
-        """catch compile | recompile | graph-break | exception
+        """catch compile | recompile | graph-break | exception | trace [FUNC]
         Stop at the first run of each newly compiled code object (compile),
         of each recompilation, with the guard failures that caused it, and,
         when dynamo gives up on a function (config.recompile_limit), at the
@@ -179,11 +196,21 @@ class BreakpointCommands:
         leaves its graph for a resume function
         (graph-break), or at every exception raised in generated code
         (exception; without it, exceptions stop only in frames being stepped
-        or holding a breakpoint). Listed, disabled and cleared like breakpoints."""
-        event = arg.strip()
-        if event not in CATCH_EVENTS:
-            raise CommandError("usage: catch compile | recompile | graph-break | exception")
+        or holding a breakpoint). trace: while dynamo compiles, when it starts
+        tracing a function FUNC names (a glob, as `b` takes it; none: every
+        one): a first compile, a recompile, a resume function; then s, n, r,
+        stack, locals, graph, guards and where step and show dynamo's trace.
+        Listed, disabled and cleared like breakpoints."""
+        event, _, rest = arg.strip().partition(" ")
+        rest = rest.strip()
+        if event not in CATCH_EVENTS or (rest and event != "trace") or len(rest.split()) > 1:
+            raise CommandError("usage: catch compile | recompile | graph-break | exception | "
+                               "trace [FUNC]")
         engine = self.host.engine
+        if event == "trace":
+            bp = engine.catch_trace(rest or "*")
+            self.host.write(f"Catchpoint {bp.number} ({bp.target.describe()})")
+            return
         bp = engine.breakpoints.add(CatchTarget(event, since=engine.registry.count()))
         self.host.write(f"Catchpoint {bp.number} ({event})")
 

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from dyndbg.engine.debugger import Engine
     from dyndbg.engine.recording.history import Record
     from dyndbg.engine.stop import Stop
+    from dyndbg.engine.trace_stepping import TraceStop
     from dyndbg.ui.style import Highlighter
 
 
@@ -44,6 +45,10 @@ class Host(Protocol):
     frames: list[types.FrameType]
     selected: int
     past: PastView | None     # a recorded point in view (`back`): values come from it
+    trace_stop: TraceStop | None   # a stop while dynamo compiles (trace_commands.py)
+
+    @property
+    def tracing(self) -> Family: ...   # the commands at such a stop
 
     @property
     def frame(self) -> types.FrameType: ...

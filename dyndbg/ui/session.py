@@ -26,6 +26,7 @@ from dyndbg.ui.session_commands import SessionCommands
 from dyndbg.ui.stop_printer import StopPrinter
 from dyndbg.ui.style import Highlighter, wants_color
 from dyndbg.ui.terminal import PromptReader
+from dyndbg.ui.trace_commands import PROMPT, TraceCommands
 from dyndbg.ui.values import safe_repr
 
 # Commands that would run the program: post mortem, c and q end the session, the rest refuse.
@@ -36,6 +37,7 @@ SPELLINGS = {"?": "help"}
 
 if TYPE_CHECKING:
     from dyndbg.engine.debugger import Engine
+    from dyndbg.engine.trace_stepping import TraceStop
 
 
 def _line_terminal_io() -> tuple:
@@ -48,7 +50,6 @@ def _line_terminal_io() -> tuple:
 
 
 class Session:
-    prompt = "(dyndbg) "
 
     def __init__(self, out: TextIO, commands: list[str] | None = None,
                  no_color: bool = False, terminal_io: tuple | None = None) -> None:
@@ -67,6 +68,9 @@ class Session:
         self.families: tuple[Family, ...] = (self.running, self.breaking, self.dynamo,
                                              self.editing, self.looking, self.recorded,
                                              self.settings)
+        # At a stop while dynamo compiles, these take the place of those of the same name.
+        self.tracing = TraceCommands(self)
+        self.trace_stop: TraceStop | None = None
         self.printer = StopPrinter(self)
         self.color = False
         self.highlighter = Highlighter(False)
@@ -155,6 +159,29 @@ class Session:
                 self.write("dyndbg: no bytecode debugger callback in this torch (or "
                            "DYNDBG_NO_CALLBACK=1): tracing globally, slower")
         self.print_stop(stop)
+        self._command_loop()
+
+    def interact_trace(self, stop: TraceStop) -> None:
+        """A stop while dynamo compiles (trace_commands.py); the stop in
+        generated code being looked at, if any, is kept for after it."""
+        self.trace_stop = stop
+        resumed, self._resumed = self._resumed, False
+        try:
+            if not self._greeted:
+                self._greeted = True
+                self.write("dyndbg: stopped while dynamo compiles. 'help' lists commands, "
+                           "'c' continues.")
+            self.tracing.print_stop(stop)
+            self._command_loop()
+        finally:
+            self.trace_stop = None
+            self._resumed = resumed
+
+    @property
+    def prompt(self) -> str:
+        return PROMPT if self.trace_stop is not None else "(dyndbg) "
+
+    def _command_loop(self) -> None:
         while not self._resumed:
             if self.pending:
                 line = self.pending.pop(0)
@@ -244,7 +271,10 @@ class Session:
     # -- evaluation -----------------------------------------------------------------------
     def namespace(self) -> collections.ChainMap:
         """The selected frame's locals (writes go there), then __stack__,
-        __frame__ and __exception__."""
+        __frame__ and __exception__; while dynamo compiles, the symbolic ones
+        (SymbolicState.namespace)."""
+        if self.trace_stop is not None:
+            return collections.ChainMap({}, self.trace_stop.state.namespace())
         stack, _ = self.frame_stack()
         assert self.stop is not None
         exc = self.stop.exception if self.past is None else None
@@ -256,6 +286,8 @@ class Session:
 
     def frame_globals(self) -> dict:
         """The module globals expressions see (a recorded point's: its frame's module)."""
+        if self.trace_stop is not None:
+            return self.trace_stop.state.globals()
         return self.past.record.globals if self.past is not None else self.frame.f_globals
 
     def evaluate(self, expression: str) -> object:
@@ -318,7 +350,8 @@ class Session:
         if self.past is not None and name in RUNNING_COMMANDS:
             self.past = None
             self.write(f"dyndbg: back at the present to {name} (from a recorded point)")
-        if self.stop is not None and self.stop.reason is StopReason.POST_MORTEM and \
+        if self.trace_stop is None and self.stop is not None and \
+                self.stop.reason is StopReason.POST_MORTEM and \
                 name in RUNNING_COMMANDS:
             if name not in ("continue", "quit"):
                 raise CommandError("post mortem: the program has already failed; nothing "
@@ -352,13 +385,15 @@ class Session:
         if len(tree.body) == 1 and isinstance(tree.body[0], (ast.Assign, ast.AugAssign,
                                                              ast.AnnAssign)):
             return True
-        return word in self.frame_locals() or word in self.frame.f_globals
+        return word in self.namespace() or word in self.frame_globals()
 
     def command(self, word: str) -> Callable[[str], None] | None:
         """The `do_` method WORD names (pdb's aliases included), or None."""
         name = SPELLINGS.get(word, word)
         if not name:
             return None
+        if self.trace_stop is not None:
+            return self.tracing.command(name, self.families)
         for family in self.families:
             found = getattr(family, f"do_{name}", None)
             if found is not None:

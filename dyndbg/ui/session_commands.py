@@ -163,6 +163,15 @@ class SessionCommands:
             for line in command_help(command.__doc__):
                 host.write(line)
             return
+        if host.trace_stop is not None:
+            from dyndbg.ui.trace_commands import ANYWHERE
+            host.write("At a stop while dynamo compiles (type 'help COMMAND' for one):")
+            host.write(f"  {host.tracing.title:<12} "
+                       + ", ".join(usage(c) for c in commands_of(host.tracing)))
+            host.write(f"  {'as anywhere':<12} " + ", ".join(sorted(ANYWHERE)))
+            host.write("Anything else is Python: the symbolic locals (dynamo's "
+                       "VariableTrackers), __stack__, __graph__, __tx__.")
+            return
         host.write("Commands (type 'help COMMAND' for one):")
         for family in host.families:
             host.write(f"  {family.title:<12} " + ", ".join(usage(c) for c in commands_of(family)))

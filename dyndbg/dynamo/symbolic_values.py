@@ -1,0 +1,175 @@
+"""Reading dynamo's objects at a trace stop without changing them: its
+instructions, VariableTrackers, FX nodes and guards, as shown
+(symbolic_trace.py holds the hooks and the state they are read from).
+
+A VariableTracker is read from its instance dict (`vars(vt)`): a
+LazyVariableTracker's attribute lookup and `isinstance` against a
+VariableTracker class both *realize* it, which installs guards; reading the
+dict does neither, and an unrealized one is shown as such.
+"""
+from __future__ import annotations
+
+import types
+from typing import Any, NamedTuple
+
+from dyndbg.dynamo import graphs
+
+
+class UserInstruction(NamedTuple):
+    """One instruction of the user's code object, as dynamo interprets it."""
+
+    opname: str
+    argval: str            # its argument, as dis shows it ("" when none)
+    offset: int | None
+    line: int | None
+
+
+class SymbolicValue(NamedTuple):
+    """A VariableTracker as shown: its class, what dynamo knows of the value,
+    where it came from (a guarded source, an FX node)."""
+
+    kind: str              # "TensorVariable", "ConstantVariable", ...
+    text: str              # "f32[4]", "int 3", "Tensor f32[4], unrealized (no guard on it yet)"
+    source: str = ""       # "L['x']" where dynamo has one
+    node: str = ""         # the FX node holding it, for tensors and symbolic numbers
+
+    def line(self) -> str:
+        parts = [self.kind, self.text]
+        if self.node:
+            parts.append(f"node {self.node}")
+        if self.source:
+            parts.append(f"from {self.source}")
+        return "  ".join(p for p in parts if p)
+
+
+def user_instruction(inst: Any) -> UserInstruction:
+    return UserInstruction(str(inst.opname), _argval(inst), inst.offset, line_of(inst))
+
+
+def line_of(inst: Any) -> int | None:
+    positions = getattr(inst, "positions", None)
+    line = getattr(positions, "lineno", None)
+    if line is None:
+        line = getattr(inst, "starts_line", None)
+        line = line if isinstance(line, int) and not isinstance(line, bool) else None
+    return line
+
+
+def _argval(inst: Any) -> str:
+    if inst.arg is None and inst.argval is None:
+        return ""
+    value = inst.argval
+    if isinstance(value, str):
+        return value
+    if isinstance(value, types.CodeType):
+        return f"<code {value.co_name}>"
+    if hasattr(value, "opname"):   # a jump's target instruction
+        return f"to @{getattr(value, 'offset', '?')}"
+    return _short(repr(value))
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def source_name(source: Any) -> str:
+    if source is None:
+        return ""
+    name = getattr(source, "name", "")
+    return str(name() if callable(name) else name)
+
+
+def guard_kind(guard: Any) -> str:
+    create_fn = getattr(guard, "create_fn", None)
+    return getattr(create_fn, "__name__", None) or \
+        getattr(getattr(create_fn, "func", None), "__name__", "") or "?"
+
+
+def node_target(node: Any) -> str:
+    target = node.target
+    if isinstance(target, str):
+        return target
+    module = getattr(target, "__module__", "") or ""
+    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None)
+    if name is None:
+        return _short(repr(target))
+    module = {"_operator": "operator"}.get(module, module)
+    return f"{module}.{name}" if module else name
+
+
+def value_text(value: Any) -> str:
+    """`f32[4]`, `f32[s0, 4]` for a (fake) tensor; the value of a symbolic number."""
+    if value is None:
+        return ""
+    import torch
+    if isinstance(value, torch.Tensor):
+        dtype, shape, kind = graphs._tensor_meta(value)
+        return graphs.Placeholder("", dtype, shape, kind).describe()
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return f"{type(value).__name__} {value}"      # str() of a SymInt adds no guard
+    if isinstance(value, (tuple, list)):
+        return "(" + ", ".join(value_text(v) or type(v).__name__ for v in value[:6]) + \
+            (", ..." if len(value) > 6 else "") + ")"
+    return type(value).__name__
+
+
+def describe(value: Any, depth: int = 0) -> SymbolicValue:
+    """One VariableTracker as SymbolicValue, from its instance dict only."""
+    kind = type(value).__name__
+    try:
+        fields = vars(value)
+    except TypeError:
+        return SymbolicValue(kind, _short(repr(value)))
+    source = source_name(fields.get("source"))
+    try:
+        cache = fields.get("_cache")
+        if cache is not None:                          # a LazyVariableTracker
+            realized = getattr(cache, "vt", None)
+            if realized is not None:
+                return describe(realized, depth)
+            return SymbolicValue(kind, f"{_raw_text(getattr(cache, 'value', None))}, "
+                                       "unrealized (no guard on it yet)", source)
+        proxy = fields.get("proxy")
+        if proxy is not None and hasattr(proxy, "node"):
+            node = proxy.node
+            return SymbolicValue(kind, value_text(node.meta.get("example_value")) or "?",
+                                 source, node.name)
+        if "sym_num" in fields:
+            return SymbolicValue(kind, f"{type(fields['sym_num']).__name__} {fields['sym_num']}",
+                                 source)
+        if "items" in fields and isinstance(fields["items"], (list, tuple)) and depth < 2:
+            items = [describe(v, depth + 1) for v in fields["items"][:6]]
+            inner = ", ".join(f"{i.kind} {i.text}".strip() for i in items)
+            more = ", ..." if len(fields["items"]) > 6 else ""
+            return SymbolicValue(kind, f"[{inner}{more}]", source)
+        for name in ("fn", "value"):
+            if name in fields:
+                return SymbolicValue(kind, _raw_text(fields[name]), source)
+        if "obj" in fields and "name" in fields:        # GetAttrVariable
+            return SymbolicValue(kind, f"{describe(fields['obj'], depth + 1).kind}"
+                                       f".{fields['name']}", source)
+        return SymbolicValue(kind, "", source)
+    except Exception as error:  # noqa: BLE001 - one value unreadable, the rest shown
+        return SymbolicValue(kind, f"(unreadable: {type(error).__name__})", source)
+
+
+def _raw_text(value: Any) -> str:
+    """A Python value dynamo holds, without running the program's code: a
+    constant's repr, a function's name, a tensor's dtype and shape, else its type."""
+    import torch
+    if value is None:
+        return "None"
+    if isinstance(value, (bool, int, float, complex, str, bytes)):
+        return f"{type(value).__name__} {_short(repr(value))}"
+    if isinstance(value, torch.Tensor):
+        return f"Tensor {value_text(value)}"
+    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+                          types.BuiltinMethodType, type)):
+        module = getattr(value, "__module__", None)
+        name = getattr(value, "__qualname__", None) or getattr(value, "__name__", "?")
+        return f"{module}.{name}" if module and module != "builtins" else str(name)
+    if isinstance(value, types.ModuleType):
+        return f"module {value.__name__}"
+    if isinstance(value, torch.nn.Module):
+        return type(value).__name__
+    return type(value).__name__

@@ -1,0 +1,245 @@
+"""The commands at a stop while dynamo compiles (`catch trace`, `b --trace`):
+the user's code as dynamo interprets it, its symbolic stack and locals, the
+graph and guards so far, and stepping dynamo one instruction at a time.
+
+At such a stop these take the place of the commands of the same name;
+the breakpoint commands, p/pp, help, alias and quit work as anywhere;
+the others (they look at a running generated frame) say there is none.
+"""
+from __future__ import annotations
+
+import linecache
+import os
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from dyndbg.dynamo.symbolic_trace import SymbolicValue, TracePoint
+from dyndbg.engine.trace_stepping import TraceStep, TraceStop
+from dyndbg.ui.host import Family, Host
+from dyndbg.ui.parsing import CommandError
+
+if TYPE_CHECKING:
+    from dyndbg.dynamo.symbolic_trace import SymbolicState
+
+# What works at a compile-time stop as it does anywhere (by command name).
+ANYWHERE = {"break", "tbreak", "catch", "clear", "disable", "enable", "condition", "ignore",
+            "info", "help", "alias", "unalias", "p", "pp", "quit", "set"}
+PROMPT = "(dyndbg compile) "
+
+
+class TraceCommands:
+    title = "compile time"
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self._seen_nodes: set[str] = set()       # the graph's nodes at the last stop
+
+    @property
+    def stop(self) -> TraceStop:
+        stop = self.host.trace_stop
+        if stop is None:
+            raise CommandError("not stopped while dynamo compiles")
+        return stop
+
+    @property
+    def state(self) -> SymbolicState:
+        return self.stop.state
+
+    def command(self, name: str, families: Sequence[Family]) -> Callable[[str], None] | None:
+        """What NAME runs at this stop: the compile-time command, one that
+        works anywhere, or one that says it has nothing to look at; None
+        where no family has it (the line is Python)."""
+        found = getattr(self, f"do_{name}", None)
+        if found is not None:
+            return found
+        for family in families:
+            found = getattr(family, f"do_{name}", None)
+            if found is not None:
+                break
+        else:
+            return None
+        if found.__name__[3:] in ANYWHERE:
+            return found
+
+        def refuse(arg: str) -> None:
+            raise CommandError(f"{name}: dynamo is compiling; no generated code runs yet "
+                               "(at this stop: s, n, r, c, stack, locals, graph, guards, "
+                               "where, list, p, break)")
+        refuse.__name__ = found.__name__
+        refuse.__doc__ = found.__doc__
+        return refuse
+
+    # -- the stop ------------------------------------------------------------------------
+    def print_stop(self, stop: TraceStop) -> None:
+        write = self.host.write
+        state = stop.state
+        where = state.translators()[-1]
+        place = f"{os.path.basename(where.filename)}:{where.line}"
+        depth = f" (inlined, depth {state.depth})" if state.depth else ""
+        prologue = " (resume prologue)" if state.prologue else ""
+        tag = f"[compile {stop.trace_id}]"
+        caught = ", ".join(f"{'catchpoint' if bp.kind == 'catch' else 'breakpoint'} "
+                           f"{bp.number}" for bp in stop.breakpoints)
+        caught = f" ({caught})" if caught else ""
+        event = ""
+        if stop.point is TracePoint.START:
+            event = f"dynamo starts tracing {where.function}{caught}"
+        elif stop.point is TracePoint.GRAPH_BREAK:
+            nodes = len(state.graph_nodes())
+            event = (f"graph break in {where.function}: dynamo compiles the graph so far "
+                     f"({nodes} node{'s' if nodes != 1 else ''}) and resumes after it")
+        elif stop.point is TracePoint.RESTART:
+            event = (f"restart: dynamo rolls back its speculation and traces "
+                     f"{state.root.f_code.co_name} again from its first instruction")
+        elif stop.point is TracePoint.RETURN:
+            nodes = len(state.graph_nodes())
+            event = (f"return: dynamo reached the end of {where.function} and compiles its "
+                     f"graph ({nodes} node{'s' if nodes != 1 else ''})")
+        if event:
+            write(f"{tag} {event}")
+        if stop.reason is not None:
+            write("  reason: " + stop.reason.summary)
+            for line in stop.reason.details:
+                write("    " + line)
+        write(f"{'  ' if event else tag + ' '}{place} in {where.function}{depth}{prologue}"
+              f"{'' if event else caught}")
+        source = linecache.getline(where.filename, where.line or 0).rstrip()
+        if source:
+            write(f"  {where.line:<6}{self.host.highlighter.python(source.strip())}")
+        instr = state.instruction()
+        if instr is not None:
+            at = f"  @{instr.offset}" if instr.offset is not None else ""
+            verb = "->" if stop.point in (TracePoint.START, TracePoint.INSTRUCTION) else "at"
+            write(f"{verb} {instr.opname} {instr.argval}".rstrip() + at)
+
+    def new_stop(self) -> None:
+        """Remember the graph as it was, so `graph` marks what the next stop added."""
+        try:
+            self._seen_nodes = {n.name for n in self.state.graph_nodes()}
+        except CommandError:
+            self._seen_nodes = set()
+
+    # -- running dynamo --------------------------------------------------------------------
+    def _resume(self, kind: TraceStep) -> None:
+        self.new_stop()
+        self.host.engine.trace.set_mode(kind, self.stop)
+        self.host.resume()
+
+    def do_step(self, arg: str) -> None:
+        """s(tep)
+        Let dynamo interpret one instruction, stopping at the next it
+        interprets: in a call it inlines, in a resume function's prologue too."""
+        self._resume(TraceStep.STEP)
+
+    do_s = do_si = do_stepi = do_step
+
+    def do_next(self, arg: str) -> None:
+        """n(ext)
+        Let dynamo interpret one instruction of this function: a call it
+        inlines is traced through, without stopping in it."""
+        self._resume(TraceStep.NEXT)
+
+    do_n = do_ni = do_nexti = do_next
+
+    def do_return(self, arg: str) -> None:
+        """r(eturn)
+        Let dynamo trace to the end of the function being traced or inlined:
+        the caller's next instruction, or the compile of the frame's last graph."""
+        self._resume(TraceStep.RETURN)
+
+    do_r = do_return
+
+    def do_continue(self, arg: str) -> None:
+        """c(ont(inue))
+        Let dynamo go on compiling, up to the next compile-time stop (a graph
+        break it decides, a restart, a `b --trace` line, another traced
+        function); then the program runs on."""
+        self._resume(TraceStep.CONTINUE)
+
+    do_c = do_cont = do_continue
+
+    # -- looking -----------------------------------------------------------------------------
+    def do_stack(self, arg: str) -> None:
+        """stack
+        Dynamo's symbolic stack, bottom to top: each VariableTracker's kind,
+        what dynamo knows of it (a fake tensor's dtype and shape, symbolic
+        sizes, a constant's value), its FX node and its source.
+        In expressions it is __stack__ (the VariableTrackers themselves)."""
+        values = self.state.stack()
+        if not values:
+            self.host.write("symbolic stack: empty")
+            return
+        self.host.write(f"symbolic stack, {len(values)} entr{'ies' if len(values) != 1 else 'y'}"
+                        " (bottom to top):")
+        for index, value in enumerate(values):
+            self.host.write(f"  [{index}] {_value_line(value)}")
+
+    def do_locals(self, arg: str) -> None:
+        """locals
+        The symbolic locals: each name's VariableTracker, as `stack` shows them.
+        In expressions each name is its VariableTracker."""
+        names = self.state.locals()
+        if not names:
+            self.host.write("no symbolic locals")
+            return
+        width = min(30, max(len(name) for name, _ in names))
+        for name, value in names:
+            self.host.write(f"  {name:<{width}} {_value_line(value)}")
+
+    def do_graph(self, arg: str) -> None:
+        """graph
+        The FX graph dynamo has built so far: each node with its op, target,
+        example value and the user's line that made it; `+` marks the nodes
+        added since the last stop. In expressions it is __graph__."""
+        if arg.strip():
+            raise CommandError("at a compile-time stop, `graph` shows the graph being built "
+                               "(graph N once it is compiled)")
+        nodes = self.state.graph_nodes()
+        added = [n for n in nodes if n.name not in self._seen_nodes]
+        self.host.write(f"graph so far, {len(nodes)} node{'s' if len(nodes) != 1 else ''}"
+                        f" ({len(added)} added since the last stop):")
+        width = max((len(n.name) for n in nodes), default=0)
+        for node in nodes:
+            mark = "+" if node.name not in self._seen_nodes else " "
+            self.host.write(f"  {mark} {node.name:<{width}}  {node.op:<13} {node.target}"
+                            + (f"  {node.value}" if node.value else "")
+                            + (f"  {node.place}" if node.place else ""))
+
+    def do_guards(self, arg: str) -> None:
+        """guards
+        The guards dynamo has installed so far, each with the line of your
+        code that installed it (torch: none of yours)."""
+        guards = self.state.guards()
+        self.host.write(f"guards so far: {len(guards)}")
+        kind = max((len(g.kind) for g in guards), default=0)
+        source = max((len(g.source) for g in guards), default=0)
+        for guard in guards:
+            self.host.write(f"  {guard.kind:<{kind}}  {guard.source:<{source}}  {guard.place}"
+                            + (f"  {guard.line}" if guard.line else ""))
+
+    def do_where(self, arg: str) -> None:
+        """w(here) | bt
+        Dynamo's inlining stack: the frame being compiled (an
+        InstructionTranslator), then each call it is inlining, innermost last."""
+        frames = self.state.translators()
+        for depth, frame in enumerate(frames):
+            mark = ">" if depth == len(frames) - 1 else " "
+            self.host.write(f"{mark} {frame.function} at {os.path.basename(frame.filename)}:"
+                            f"{frame.line}  ({frame.kind})")
+
+    do_w = do_bt = do_where
+
+    def do_list(self, arg: str) -> None:
+        """l(ist)
+        The user's instructions around the one dynamo interprets next, as
+        dynamo reads them (the function's own bytecode, not generated code)."""
+        listing = self.state.listing()
+        for index, instr, current in listing:
+            mark = "->" if current else "  "
+            line = f"{instr.line:>5}" if instr.line is not None else "     "
+            self.host.write(f"{mark} {line} {index:>4} {instr.opname:<24} {instr.argval}".rstrip())
+
+    do_l = do_ll = do_dis = do_longlist = do_list
+
+
+def _value_line(value: SymbolicValue) -> str:
+    return value.line()
