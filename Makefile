@@ -49,13 +49,14 @@ test: venv
 
 # The inner loop's tier, under 2 minutes: the pure unit tests and one
 # end-to-end test per front end (the CLI, the editor's DAP, the terminal, the
-# library's entry points). `make test TESTS="-m 'not slow' tests"` leaves out
-# only the slow ones (inductor, the soak, the real model, fuzzing).
+# library's entry points, the stops while dynamo compiles). `make test
+# TESTS="-m 'not slow' tests"` leaves out only the slow ones (inductor, the soak, the real model, fuzzing).
 FAST_TESTS := tests/*_unit.py \
 	tests/test_guards_hold.py::test_a_closure_rebinding_a_guarded_free_variable \
 	tests/test_dap.py::test_launch_stops_on_entry_with_the_stack_the_cli_shows \
 	tests/test_terminal.py::test_ctrl_c_clears_line_and_prompts_again \
-	tests/test_entry_points.py::test_dyndbg_breakpoint_stops_after_the_call_at_the_graph_boundary
+	tests/test_entry_points.py::test_dyndbg_breakpoint_stops_after_the_call_at_the_graph_boundary \
+	tests/test_symbolic_trace.py::test_first_compile_restart_graph_break_and_recompile_of_f
 
 test-fast: venv
 	$(IN) $(BIN)/python -m pytest -q -n 2 $(FAST_TESTS)

@@ -5,7 +5,8 @@ The page marks each checked block with an HTML comment on the line before it:
 
 - `<!-- transcript: NAME -->`: a piece of dyndbg session NAME. The session's
   first block starts with `$ python -m dyndbg ARGS...`; its commands are the
-  `(dyndbg) COMMAND` lines of all its blocks, in page order. The session is
+  `(dyndbg) COMMAND` (or `(dyndbg compile) COMMAND`) lines of all its blocks,
+  in page order. The session is
   run once with the real CLI (commands on stdin) and the blocks, put end to
   end, must be its whole output: nothing left out, nothing added.
 - `<!-- command -->`: a `$ COMMAND` line run with bash in the checkout (a
@@ -46,6 +47,8 @@ PAGE_PYTHON = (3, 11)
 PAGE_TORCH = "2.13.0"
 PAGE_RELEASE = f"torch {PAGE_TORCH} on Python {PAGE_PYTHON[0]}.{PAGE_PYTHON[1]}"
 PAGE_ROOT = "/path/to/dyndbg"
+# A command at the prompt; `(dyndbg compile)` at a stop while dynamo compiles.
+PROMPTED = re.compile(r"\(dyndbg(?: compile)?\) (.*)")
 MARKER = re.compile(r"^<!--\s*(transcript|command|file)(?::\s*(\S+))?\s*-->\s*$")
 FENCE = re.compile(r"^(```+)")
 
@@ -192,7 +195,7 @@ def test_transcript_session_is_real(session: Session) -> None:
         "'$ python -m dyndbg ...'")
     argv = shlex.split(head[2:])
     assert argv[:3] == ["python", "-m", "dyndbg"], f"{session.page.name}:{first_line}: {head}"
-    commands = [text[len("(dyndbg) "):] for text, _ in lines if text.startswith("(dyndbg) ")]
+    commands = [m.group(1) for text, _ in lines if (m := PROMPTED.match(text))]
     assert commands, f"session {session.name} runs no command"
     run = run_dyndbg(argv[3:], commands, cwd=ROOT)
     assert run.returncode == 0, run.stderr

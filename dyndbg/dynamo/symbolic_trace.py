@@ -248,8 +248,22 @@ class TraceHooks:
         self._saved: dict[str, Callable[..., Any]] = {}
         self._restart_seen: int | None = None  # id() of the restart already reported
 
+    def missing(self) -> str | None:
+        """What this torch lacks of what the hooks use (versions.py), or None."""
+        from torch._dynamo import exc, output_graph, symbolic_convert
+        from torch._guards import CompileContext
+        needed = ((symbolic_convert, "InstructionTranslatorBase"), (exc, "RestartAnalysis"),
+                  (getattr(symbolic_convert, "InstructionTranslatorBase", None), "run"),
+                  (getattr(symbolic_convert, "InstructionTranslatorBase", None), "step"),
+                  (output_graph.OutputGraph, "compile_subgraph"),
+                  (CompileContext, "current_trace_id"))
+        for owner, name in needed:
+            if not hasattr(owner, name):
+                return f"{getattr(owner, '__name__', owner)}.{name}"
+        return None
+
     def install(self) -> None:
-        if self.installed:
+        if self.installed or self.missing() is not None:
             return
         from torch._dynamo import output_graph, symbolic_convert
         base = symbolic_convert.InstructionTranslatorBase

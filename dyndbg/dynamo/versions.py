@@ -18,6 +18,18 @@ differences belong here too.
   too (type matches and closure variables have one on every release). The hint
   follows the user-stack comment, or the code itself where a guard has no user
   stack: `split_hint`.
+- the same on 2.13, 2.14 and 2.15 (read, and measured on each, by
+  symbolic_trace.py): `InstructionTranslatorBase.run` calling `self.step()` per
+  instruction, `instruction_pointer`/`instructions`/`current_instruction`,
+  `stack`, `symbolic_locals`, `parent` (None for the frame compiled),
+  `is_tracing_resume_prologue`; `OutputGraph.compile_subgraph(tx, reason,
+  stack_pops)` with `GraphCompileReason.graph_break`; `RestartAnalysis.
+  restart_reason`; `CompileContext.current_trace_id()` (compile id and
+  attempt); `Guard.user_stack`; LazyVariableTracker's `_cache` with `vt` and
+  `value`. A torch without `is_tracing_resume_prologue` shows no "(resume
+  prologue)" mark; one without the classes and methods hooked gets one line
+  at `catch trace` naming what it lacks, and no trace stop
+  (`TraceHooks.missing`).
 - before 2.15: `GuardManagerWrapper.check` / `check_verbose` leave
   `__torch_function__` disabled for the thread when the tree throws (a strided
   nested tensor where a TENSOR_MATCH expects a dense one makes `check` throw);

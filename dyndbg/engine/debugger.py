@@ -248,7 +248,9 @@ class Engine:
     def catch_trace(self, pattern: str = "*") -> Breakpoint:
         """`catch trace PATTERN`: stop when dynamo starts tracing a matching function."""
         bp = self.breakpoints.add(TraceCatchTarget("trace", pattern=pattern))
-        self.trace.arm()
+        unavailable = self.trace.arm()
+        if unavailable:
+            self.frontend.message(unavailable)
         return bp
 
     # -- queries ----------------------------------------------------------------

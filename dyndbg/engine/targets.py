@@ -276,8 +276,12 @@ class TraceCatchTarget(CatchTarget):
         return set()    # compile time only
 
     def matches(self, code: types.CodeType) -> bool:
-        names = function_names(code.co_name, getattr(code, "co_qualname", code.co_name),
-                               code.co_filename)
+        qualname = getattr(code, "co_qualname", code.co_name)
+        if any(fnmatch.fnmatchcase(n, self.pattern) for n in (code.co_name, qualname)):
+            return True
+        if "." not in self.pattern:
+            return False   # no module-qualified name can match: not worth finding the module
+        names = function_names(code.co_name, qualname, code.co_filename)
         return any(fnmatch.fnmatchcase(n, self.pattern) for n in names)
 
     def describe(self) -> str:

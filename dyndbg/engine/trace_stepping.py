@@ -21,6 +21,7 @@ from typing import Callable, NamedTuple, Protocol
 
 from dyndbg.dynamo.break_reasons import BreakReason
 from dyndbg.dynamo.symbolic_trace import SymbolicState, TraceHooks, TracePoint, compile_id
+from dyndbg.dynamo.versions import torch_version
 from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable
 from dyndbg.engine.exceptions import PASSES_THROUGH
 from dyndbg.engine.targets import TraceCatchTarget, TraceLineTarget
@@ -78,10 +79,17 @@ class TraceStepper:
         self._files: dict[str, bool] = {}      # co_filename -> has a trace breakpoint's file
 
     # -- arming ------------------------------------------------------------------------
-    def arm(self) -> None:
-        """A trace catchpoint or breakpoint was set: watch dynamo from now on."""
+    def arm(self) -> str | None:
+        """A trace catchpoint or breakpoint was set: watch dynamo from now on.
+        Where this torch lacks what that needs, one line saying so (nothing
+        is installed, and no trace stop happens)."""
         self._files.clear()
+        missing = self.hooks.missing()
+        if missing is not None:
+            return (f"dyndbg: no stops while dynamo compiles with torch {torch_version()}: "
+                    f"it has no {missing}")
         self.hooks.install()
+        return None
 
     def disarm(self) -> None:
         self.hooks.uninstall()

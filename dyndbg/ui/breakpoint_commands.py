@@ -65,7 +65,9 @@ class BreakpointCommands:
                             for e in self.host.engine.registry.entries()):
             self.host.write(f"dyndbg: no file {target.filename} here yet; the breakpoint "
                             "waits for a traced file whose path ends with it")
-        self.host.engine.trace.arm()
+        unavailable = self.host.engine.trace.arm()
+        if unavailable:
+            self.host.write(unavailable)
         return target
 
     def resolution(self, bp: Breakpoint) -> str:

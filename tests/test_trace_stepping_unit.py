@@ -1,0 +1,87 @@
+"""The pure parts of stopping while dynamo compiles: which functions a trace
+catchpoint names, `b --trace`'s location, bdb's bookkeeping shared with the
+breakpoints in generated code, and which translator depth each step mode
+stops at."""
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from dyndbg.engine.breakpoints import BreakpointTable
+from dyndbg.engine.targets import TraceCatchTarget, TraceLineTarget
+from dyndbg.engine.trace_stepping import TraceMode, TraceStep, TraceStepper, trace_line_target
+
+
+class Net:
+    def forward(self):
+        return 1
+
+
+def torch_dynamo_resume_in_f_at_17():
+    return 2
+
+
+@pytest.mark.parametrize("pattern, code, caught", [
+    ("*", Net.forward.__code__, True),
+    ("forward", Net.forward.__code__, True),
+    ("Net.forward", Net.forward.__code__, True),
+    (f"{__name__}.Net.forward", Net.forward.__code__, True),     # module-qualified
+    ("Other.forward", Net.forward.__code__, False),
+    ("torch_dynamo_resume_in_f*", torch_dynamo_resume_in_f_at_17.__code__, True),
+    ("torch_dynamo_resume_in_g*", torch_dynamo_resume_in_f_at_17.__code__, False),
+])
+def test_a_trace_catchpoint_names_functions_as_break_does(pattern, code, caught):
+    assert TraceCatchTarget("trace", pattern=pattern).matches(code) is caught
+
+
+def test_trace_targets_arm_no_generated_instruction_and_say_what_they_are():
+    catch, line = TraceCatchTarget("trace", pattern="f*"), TraceLineTarget("model.py", 12)
+    assert catch.compile_time and line.compile_time
+    assert catch.offsets(None, None) == set() and line.offsets(None, None) == set()
+    assert (catch.describe(), TraceCatchTarget("trace").describe(), line.describe()) == \
+        ("catch trace f*", "catch trace", "--trace model.py:12")
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ("model.py:12", ("model.py", 12)), (" dir/model.py:3 ", ("dir/model.py", 3)),
+    ("model.py", None), ("model.py:x", None), (":12", None), ("", None),
+])
+def test_trace_line_location(spec, expected):
+    target = trace_line_target(spec)
+    assert (None if target is None else (target.filename, target.line)) == expected
+
+
+def test_take_counts_hits_then_applies_condition_ignore_and_temporary():
+    table = BreakpointTable()
+    plain = table.add(TraceLineTarget("m.py", 1))
+    conditioned = table.add(TraceLineTarget("m.py", 1), condition="flag")
+    ignored = table.add(TraceLineTarget("m.py", 1))
+    ignored.ignore = 1
+    once = table.add(TraceLineTarget("m.py", 1), temporary=True)
+    reached = [(bp, None) for bp in (plain, conditioned, ignored, once)]
+    said: list[str] = []
+    stopping = table.take(reached, lambda expr: False, said.append)
+    assert stopping == [plain, once] and not said
+    assert [bp.hits for bp in (plain, conditioned, ignored, once)] == [1, 1, 1, 1]
+    assert table.get(once.number) is None and ignored.ignore == 0
+
+
+class _State:
+    """What _mode_stops reads of a SymbolicState."""
+
+    def __init__(self, depth: int) -> None:
+        self.depth = depth
+
+
+@pytest.mark.parametrize("kind, from_depth, at_depth, stops", [
+    (TraceStep.STEP, 0, 1, True), (TraceStep.STEP, 1, 0, True),
+    (TraceStep.NEXT, 0, 1, False), (TraceStep.NEXT, 0, 0, True), (TraceStep.NEXT, 1, 0, True),
+    (TraceStep.RETURN, 1, 1, False), (TraceStep.RETURN, 1, 2, False),
+    (TraceStep.RETURN, 1, 0, True), (TraceStep.CONTINUE, 0, 0, False),
+])
+def test_step_modes_by_inlining_depth(kind, from_depth, at_depth, stops):
+    stepper = TraceStepper(BreakpointTable(), types.SimpleNamespace(), lambda *a: None)
+    stepper.mode = TraceMode(kind, from_depth, "1/0")
+    assert stepper._mode_stops(_State(at_depth), "1/0") is stops
+    assert stepper._mode_stops(_State(at_depth), "2/0") is False 
