@@ -1,6 +1,6 @@
 """dyndbg in IPython and Jupyter: `%load_ext dyndbg`.
 
-    %%dyndbg [-c COMMAND]... [--record] [--post-mortem] [--trace]
+    %%dyndbg [-c COMMAND]... [--record] [--post-mortem] [--trace] [--catch-trace FUNC]
     <the cell, run under dyndbg>
 
     %dyndbg [options] STATEMENT      one line under dyndbg
@@ -22,9 +22,11 @@ import shlex
 import sys
 from typing import Any, NamedTuple
 
-USAGE = ("usage: %%dyndbg [-c COMMAND]... [--record] [--post-mortem] [--trace] (a cell), "
+USAGE = ("usage: %%dyndbg [-c COMMAND]... [--record] [--post-mortem] [--trace] "
+         "[--catch-trace FUNC] (a cell), "
          "%dyndbg [options] STATEMENT, or %dyndbg alone: post mortem of the last exception")
-_OPTION = re.compile(r"""\s*(-c|--command)\s+("[^"]*"|'[^']*'|\S+)|\s*(--record|--post-mortem|--trace)(?=\s|$)""")
+_OPTION = re.compile(r"""\s*(-c|--command|--catch-trace)\s+("[^"]*"|'[^']*'|\S+)"""
+                     r"""|\s*(--record|--post-mortem|--trace)(?=\s|$)""")
 
 
 class Options(NamedTuple):
@@ -32,11 +34,13 @@ class Options(NamedTuple):
     record: bool
     post_mortem: bool
     trace: bool
+    catch_trace: str | None = None     # --catch-trace FUNC
 
 
 def parse(line: str) -> tuple[Options, str]:
     """The options at the start of a magic's line, and the statement after them."""
     commands: list[str] = []
+    catch_trace: str | None = None
     flags: set[str] = set()
     rest = line
     while True:
@@ -44,8 +48,12 @@ def parse(line: str) -> tuple[Options, str]:
         if found is None:
             break
         if found.group(1):
-            commands.append(shlex.split(found.group(2))[0] if found.group(2)[0] in "\"'"
-                            else found.group(2))
+            value = shlex.split(found.group(2))[0] if found.group(2)[0] in "\"'" \
+                else found.group(2)
+            if found.group(1) == "--catch-trace":
+                catch_trace = value
+            else:
+                commands.append(value)
         else:
             flags.add(found.group(3))
         rest = rest[found.end():]
@@ -53,7 +61,7 @@ def parse(line: str) -> tuple[Options, str]:
     if statement.startswith("-") and not statement.startswith("-("):
         raise ValueError(f"unknown option {statement.split()[0]!r}; {USAGE}")
     return Options(commands, "--record" in flags, "--post-mortem" in flags,
-                   "--trace" in flags), statement
+                   "--trace" in flags, catch_trace), statement
 
 
 def run(shell: Any, source: str, options: Options) -> Any:
@@ -65,7 +73,7 @@ def run(shell: Any, source: str, options: Options) -> Any:
         engine = session.engine
         assert engine is not None
         set_options(engine, post_mortem=options.post_mortem, record=options.record,
-                    trace=options.trace)
+                    trace=options.trace, catch_trace=options.catch_trace)
         try:
             return _execute(shell, source)
         except api.DyndbgQuit:
@@ -111,7 +119,7 @@ def load_ipython_extension(shell: Any) -> None:
     class DyndbgMagics(Magics):
         @line_cell_magic
         def dyndbg(self, line: str, cell: str | None = None) -> Any:
-            """%%dyndbg [-c COMMAND]... [--record] [--post-mortem] [--trace]: the
+            """%%dyndbg [-c COMMAND]... [--record] [--post-mortem] [--trace] [--catch-trace FUNC]: the
             cell under dyndbg. %dyndbg [options] STATEMENT: one line.
             %dyndbg alone: post mortem of the last exception, as %debug."""
             try:

@@ -758,3 +758,38 @@ def test_plain_set_color_on_stays_plain(plain_session: subprocess.CompletedProce
     source = [lines for command, lines in segs if command == "source"]
     assert len(source) == 2 and source[0] == source[1], source
     assert not any("\x1b" in line for line in source[1])
+
+
+def test_pty_stop_while_dynamo_compiles(tmp_path: Path) -> None:
+    """A trace stop in a real terminal: its prompt, its toolbar, a step and the
+    symbolic stack, then the program runs on to its own output."""
+    term = Terminal(["--catch-trace", "f", "samples/symbolic_trace.py"],
+                    child_env(tmp_path / "home", TERM="xterm-256color"))
+    term.expect(r"dynamo starts tracing f \(catchpoint 1\)")
+    ready = r"symbolic stack \d+ \| compile time"     # the end of its toolbar: drawn
+    term.expect(ready)
+    for _ in range(2):
+        term.keys("s\r")
+        term.expect(r"\[compile 0/0\] symbolic_trace\.py:\d+ in f")
+        term.expect(ready)
+    term.keys("stack\r")
+    term.expect(r"symbolic stack, 1 entry \(bottom to top\):")
+    term.expect(ready)
+    term.keys("c\r")
+    term.expect(r"restart: dynamo rolls back")
+    term.expect(ready)
+    term.keys("c\r")
+    term.expect(r"graph break in f")
+    term.expect(ready)
+    term.keys("c\r")
+    term.expect(Terminal.READY)     # the first stop in generated code, after the compile
+    term.keys("c\r")
+    term.expect(r"f: \[0\.7539, ")
+    status = term.finish()
+    text = term.text()
+    assert status == 0, (status, text[-2000:])
+    assert "(dyndbg compile) " in text
+    assert re.search(r"compile 0/0 \| f line \d+ \| depth 0 \| symbolic stack 1 \| compile time",
+                     text), text[-3000:]
+    assert "  [0] LazyVariableTracker  Tensor f32[4], unrealized" in text, text[-3000:]
+    assert "Traceback" not in text

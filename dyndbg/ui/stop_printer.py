@@ -12,6 +12,7 @@ from dyndbg.ui.values import exception_text
 
 if TYPE_CHECKING:
     from dyndbg.engine.debugger import Engine
+    from dyndbg.engine.trace_stepping import TraceStop
     from dyndbg.ui.breakpoint_commands import BreakpointCommands
     from dyndbg.ui.cache_commands import CacheCommands
     from dyndbg.ui.dynamo_commands import DynamoCommands
@@ -24,6 +25,7 @@ class Printing(Protocol):
     """What the printer reads of the session (ui/session.py)."""
 
     stop: Stop | None
+    trace_stop: TraceStop | None
     past: PastView | None
     engine: Engine
     out: TextIO
@@ -105,6 +107,11 @@ class StopPrinter:
     def toolbar_text(self) -> str:
         """function [compile id] | instr i/N | stack depth | breakpoints | mode"""
         session = self.session
+        trace_stop = session.trace_stop
+        if trace_stop is not None:
+            state = trace_stop.state
+            return (f" compile {trace_stop.trace_id} | {state.code.co_name} line {state.line} | "
+                    f"depth {state.depth} | symbolic stack {len(state.tx.stack)} | compile time ")
         stop = session.stop
         if stop is None:
             return ""
