@@ -59,12 +59,18 @@ def test_stepping_a_resume_function_while_dynamo_compiles_it_changes_nothing(tmp
     at every stop, the program and what dynamo made are unchanged."""
     plain = run_plain(PROGRAM)
     assert plain.returncode == 0, plain.stderr
-    run = run_dyndbg(PROGRAM, [LOOK] + [f"s;;{LOOK}"] * 90, tmp_path,
+    # `p a.proxy` at the start would realize `a` (a guard on it): refused, unrealized.
+    run = run_dyndbg(PROGRAM, [LOOK, "p a.proxy", "p a"] + [f"s;;{LOOK}"] * 90, tmp_path,
                      options=["--catch-trace", "torch_dynamo_resume_in_f*", "-c", "c"])
     text = run.transcript
     assert run.returncode == 0, run.stderr + text[-3000:]
     assert run.stdout == plain.stdout          # the output, bytecode, graphs, guards, ids
-    assert "Traceback" not in text and "***" not in text, text[-3000:]
+    assert "Traceback" not in text, text[-3000:]
+    said = {command: lines for command, lines in reversed(outputs(text))}   # the first of each
+    assert said["p a.proxy"][0].startswith("*** WouldChangeTrace: ") and \
+        said["p a"] == ["LazyVariableTracker  Tensor f32[4], unrealized (no guard on it yet)  "
+                        "from L['a']"], said
+    assert text.count("***") == 1, text[-3000:]
 
     started = re.search(r"\[compile (\d+/\d+)\] dynamo starts tracing "
                         r"(torch_dynamo_resume_in_f_at_\d+) \(catchpoint 1\)\n"

@@ -17,7 +17,7 @@ import sys
 import threading
 from typing import BinaryIO
 
-from dyndbg.dap.capabilities import CAPABILITIES
+from dyndbg.dap.capabilities import CAPABILITIES, catch_trace_pattern
 from dyndbg.dap.protocol import Channel, Message, ProtocolError
 
 CONNECT_TIMEOUT_S = 120.0   # importing torch in a cold cache can take a while
@@ -35,6 +35,11 @@ def child_command(arguments: dict, port: int) -> list[str]:
     command = [python, "-m", "dyndbg", "--dap-connect", f"127.0.0.1:{port}"]
     if arguments.get("record"):
         command.append("--record")
+    if arguments.get("catchTrace") is not None:
+        try:
+            command += ["--catch-trace", catch_trace_pattern(arguments["catchTrace"])]
+        except ValueError as error:
+            raise LaunchError(str(error)) from None
     args = arguments.get("args", [])
     if isinstance(args, str):
         args = args.split()

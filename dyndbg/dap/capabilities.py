@@ -40,3 +40,12 @@ CAPABILITIES = {
     "supportsValueFormattingOptions": False,
     "exceptionBreakpointFilters": EXCEPTION_FILTERS,
 }
+
+
+def catch_trace_pattern(value: object) -> str:
+    """The launch (or attach) argument "catchTrace": the function pattern of
+    `catch trace FUNC`, as --catch-trace takes it; ValueError says why not."""
+    if not isinstance(value, str) or not value.strip() or len(value.split()) > 1:
+        raise ValueError("'catchTrace' must be a function name or glob (as `catch trace "
+                         "FUNC` takes it; \"*\": every function dynamo traces)")
+    return value.strip()

@@ -1,8 +1,9 @@
 """What a request family (stop_requests.py, code_requests.py,
-breakpoint_requests.py) may ask of the hub that holds them, requests.py's
-Requests, the one implementation: the families talk to this and never import
-requests.py, as ui/'s command families talk to ui/host.py; and what the hub
-asks of the front end in the program (server.py), which it never imports."""
+breakpoint_requests.py, trace_requests.py) may ask of the hub that holds
+them, requests.py's Requests, the one implementation: the families talk to
+this and never import requests.py, as ui/'s command families talk to
+ui/host.py; and what the hub asks of the front end in the program
+(server.py), which it never imports."""
 from __future__ import annotations
 
 import threading
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from dyndbg.engine.codeinfo import Instr
     from dyndbg.engine.debugger import Engine
     from dyndbg.engine.stop import Stop
+    from dyndbg.engine.trace_stepping import TraceStop
     from dyndbg.ui.session import Session
 
 
@@ -47,6 +49,7 @@ class Hub(Protocol):
     engine: Engine
     session: Session        # the prompt's own session, for inspection
     stop: Stop | None
+    trace_stop: TraceStop | None   # stopped while dynamo compiles
     stop_thread: int        # the DAP id of the stopped thread
     # Run after the response to a request is sent (the spec's order).
     after_response: dict[str, Callable[[], None]]

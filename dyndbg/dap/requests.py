@@ -12,10 +12,11 @@ import threading
 from typing import TYPE_CHECKING, Callable
 
 from dyndbg.dap.breakpoint_requests import BreakpointRequests
-from dyndbg.dap.capabilities import CAPABILITIES
+from dyndbg.dap.capabilities import CAPABILITIES, catch_trace_pattern
 from dyndbg.dap.code_requests import CodeRequests
 from dyndbg.dap.protocol import RequestError
 from dyndbg.dap.stop_requests import StopRequests, refuse_in_console
+from dyndbg.dap.trace_requests import PREFIX, TraceRequests, stop_text
 from dyndbg.dynamo.registry import GeneratedCode
 from dyndbg.engine.stop import Stop, StopReason
 from dyndbg.engine.threads import ENGINE_LOCK
@@ -25,6 +26,7 @@ from dyndbg.ui.values import exception_text
 if TYPE_CHECKING:
     from dyndbg.dap.hub import Frontend
     from dyndbg.engine.debugger import Engine
+    from dyndbg.engine.trace_stepping import TraceStop
 
 
 class QuietReader:
@@ -68,6 +70,7 @@ class Requests:
         self.session = inspection_session(engine)
         self.threads = ThreadIds()
         self.stop: Stop | None = None
+        self.trace_stop: TraceStop | None = None   # stopped while dynamo compiles
         self.stop_thread = 1
         self.stop_on_entry = False
         self.entry_pending = False       # the next step stop is the launch's entry
@@ -77,6 +80,7 @@ class Requests:
         self.stops = StopRequests(self)
         self.breaks = BreakpointRequests(self)
         self.code = CodeRequests(self)
+        self.tracing = TraceRequests(self, self.stops.refs)
         self._families = (self, self.stops, self.breaks, self.code)
         # The registry tells the engine of new code; the client hears of it after.
         told_engine = engine.registry.on_add
@@ -100,6 +104,10 @@ class Requests:
                                  f"{type(error).__name__}: {exception_text(error)}")
 
     def handler(self, command: str) -> Callable[[dict], dict | None] | None:
+        if self.trace_stop is not None:   # at a compile-time stop, its own first
+            found = self.tracing.handler(command)
+            if found is not None:
+                return found
         name = "r_" + command.replace("/", "_")
         for family in self._families:
             found = getattr(family, name, None)
@@ -173,9 +181,37 @@ class Requests:
             return self.breaks.reason_for(stop.breakpoints)
         return "entry" if entry else "pause" if pause else "step"
 
+    def trace_stopped(self, stop: TraceStop) -> None:
+        """A stop while dynamo compiles: what the prompt prints, then the event."""
+        self.trace_stop = stop
+        self.session.trace_stop = stop
+        self.stop_thread = self.threads.of(threading.current_thread())
+        session = self.session
+        session.out = io.StringIO()
+        # What is shown reads dynamo's state: where that fails, the stop is still made.
+        try:
+            session.tracing.print_stop(stop)
+            description, text = stop_text(stop)
+        except Exception as error:  # noqa: BLE001 - reached from dynamo's compile
+            session.error(f"cannot show this stop: {type(error).__name__}: "
+                          f"{exception_text(error)}")
+            description, text = f"{PREFIX}[compile {stop.trace_id}]", None
+        shown = session.out.getvalue().rstrip("\n")
+        if shown:
+            self.frontend.output(shown)
+        body = {"reason": self.tracing.reason(stop), "threadId": self.stop_thread,
+                "description": description, "allThreadsStopped": False,
+                "preserveFocusHint": False}
+        if text is not None:
+            body["text"] = text
+        self.event("stopped", body)
+
     def resumed(self) -> None:
         self.stop = None
+        self.trace_stop = None
+        self.session.trace_stop = None
         self.stops.forget_stop()
+        self.tracing.forget_stop()
 
     # -- the session's life -----------------------------------------------------------------
     def r_initialize(self, arguments: dict) -> dict:
@@ -188,6 +224,12 @@ class Requests:
         self._configure(arguments, "attach")
 
     def _configure(self, arguments: dict, command: str) -> None:
+        if command == "attach" and arguments.get("catchTrace") is not None:
+            # `launch` passes it on the program's command line (adapter.py): set already.
+            try:
+                self.engine.catch_trace(catch_trace_pattern(arguments["catchTrace"]))
+            except ValueError as error:
+                raise RequestError(str(error)) from None
         self.stop_on_entry = bool(arguments.get("stopOnEntry", False))
         self.after_response[command] = lambda: self.event("initialized")
 

@@ -7,7 +7,9 @@ thread is stopped, every request waits in a queue for that thread: frames
 are read, expressions run and the engine changes on the thread that owns
 them, as at the prompt. While the program runs, the reader thread serves
 the requests that need no stop (breakpoints, threads, pause, sources),
-holding the engine's lock; the others are refused with a reason.
+holding the engine's lock; the others are refused with a reason. A stop
+while dynamo compiles (interact_trace) is served the same way, on the
+compiling thread, by the requests of dap/trace_requests.py.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from dyndbg.ui.values import exception_text
 if TYPE_CHECKING:
     from dyndbg.dap.requests import Requests
     from dyndbg.engine.debugger import Engine
+    from dyndbg.engine.trace_stepping import TraceStop
 
 # Served while the program runs (everything else needs a stopped thread).
 WHILE_RUNNING = {"initialize", "launch", "attach", "configurationDone", "threads",
@@ -69,11 +72,40 @@ class DapFrontend:
             return   # no client: no stop
         if self.requests.skips(stop):
             return
+        self._hold(lambda: self.requests.stopped(stop))
+
+    def interact_trace(self, stop: TraceStop) -> None:
+        """A stop while dynamo compiles (on the compiling thread, inside its
+        compile): served as a stop in generated code is, until a request
+        steps dynamo on or continues. It holds the engine as those do; a
+        compile-time stop inside one already being served (an expression
+        evaluated at a stop that compiles) is not made: dynamo goes on."""
+        while not ENGINE_LOCK.acquire(timeout=0.5):   # another thread's stop first
+            if self.channel is None or self.engine.detached:
+                return
+        try:
+            if self.channel is None or self.engine.detached:
+                return
+            with self._state:
+                nested = self.stopped   # this thread's own stop: the lock is reentrant
+            if nested:
+                self.output("dyndbg: dynamo compiles while the program is stopped: no "
+                            "compile-time stop inside a stop")
+                return
+            if self.requests.tracing.steps_on(stop):
+                return   # a line step goes on over the rest of its line
+            self._hold(lambda: self.requests.trace_stopped(stop))
+        finally:
+            ENGINE_LOCK.release()
+
+    def _hold(self, announce: Callable[[], None]) -> None:
+        """Stopped: `announce` tells the client, then its requests are served
+        here until one resumes."""
         with self._state:
             self.stopped = True
             self._resumed = False
         try:
-            self.requests.stopped(stop)
+            announce()
             while not self._resumed and self.channel is not None:
                 try:
                     request = self._queue.get(timeout=0.5)

@@ -25,11 +25,12 @@ symbolic_values.py reads it, without realizing any lazy VariableTracker.
 """
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
 import os
 import types
-from typing import Any, Callable, NamedTuple, Protocol
+from typing import Any, Callable, Iterator, NamedTuple, Protocol
 
 from dyndbg.dynamo import graphs
 from dyndbg.dynamo.break_reasons import BreakReason
@@ -48,6 +49,7 @@ class TracePoint(enum.Enum):
     GRAPH_BREAK = "graph break"      # dynamo decided a graph break and compiles the graph so far
     RESTART = "restart"              # dynamo rolled the speculation back and traces again
     RETURN = "return"                # the frame's return: dynamo compiles its last graph
+    CALLING = "calling"              # a caller's level, interpreting the call it inlines
 
 
 class TranslatorFrame(NamedTuple):
@@ -136,6 +138,18 @@ class SymbolicState:
         """Dynamo is interpreting a resume function's prologue (it restores the stack)."""
         return bool(getattr(self.tx, "is_tracing_resume_prologue", False))
 
+    def levels(self) -> list[SymbolicState]:
+        """One state per level of the inlining stack, the frame being compiled
+        first, matching translators(): this one innermost, the callers each
+        at the instruction they are interpreting (their inlined call)."""
+        chain = []
+        tx = self.tx
+        while tx is not None:
+            chain.append(tx)
+            tx = _parent(tx)
+        return [self if tx is self.tx else SymbolicState(tx, TracePoint.CALLING)
+                for tx in reversed(chain)]
+
     def translators(self) -> list[TranslatorFrame]:
         """The inlining stack, the frame being compiled first."""
         frames = []
@@ -199,6 +213,30 @@ class SymbolicState:
         """The traced function's module globals."""
         return self.tx.f_globals
 
+    @contextlib.contextmanager
+    def read_only(self) -> Iterator[None]:
+        """While an expression at this stop runs: realizing a lazy
+        VariableTracker (which installs guards, and so changes what dynamo
+        compiles) raises WouldChangeTrace instead. Other changes an
+        expression may make through `__tx__` are the user's to avoid."""
+        from torch._dynamo.variables import lazy
+        caches = [c for c in (getattr(lazy, "LazyCache", None),
+                              getattr(lazy, "ComputedLazyCache", None))
+                  if c is not None and "realize" in vars(c)]
+        saved = [vars(c)["realize"] for c in caches]
+
+        def refuse(cache: object) -> None:
+            raise WouldChangeTrace("this reads a value dynamo has not realized yet; realizing "
+                                   "it would install guards and change what dynamo compiles "
+                                   "(`stack` and `locals` show it as it is)")
+        for cache in caches:
+            setattr(cache, "realize", refuse)
+        try:
+            yield
+        finally:
+            for cache, realize in zip(caches, saved):
+                setattr(cache, "realize", realize)
+
     def namespace(self) -> dict[str, object]:
         """What an expression at this stop sees: the symbolic locals (dynamo's
         VariableTrackers), `__stack__`, `__graph__` (the FX graph being
@@ -207,6 +245,10 @@ class SymbolicState:
         names.update(__stack__=list(self.tx.stack), __graph__=self.tx.output.graph,
                      __tx__=self.tx)
         return names
+
+
+class WouldChangeTrace(Exception):
+    """An expression at a trace stop would change what dynamo compiles."""
 
 
 def _parent(tx: Any) -> Any:

@@ -42,6 +42,12 @@ class SymbolicValue(NamedTuple):
         return "  ".join(p for p in parts if p)
 
 
+def is_variable_tracker(value: object) -> bool:
+    """One of dynamo's VariableTrackers, known by its class's module:
+    isinstance against dynamo's classes realizes a lazy one (its metaclass)."""
+    return type(value).__module__.startswith("torch._dynamo.variables")
+
+
 def user_instruction(inst: Any) -> UserInstruction:
     return UserInstruction(str(inst.opname), _argval(inst), inst.offset, line_of(inst))
 

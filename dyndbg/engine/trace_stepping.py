@@ -24,6 +24,7 @@ from dyndbg.dynamo.symbolic_trace import SymbolicState, TraceHooks, TracePoint, 
 from dyndbg.dynamo.versions import torch_version
 from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable
 from dyndbg.engine.exceptions import PASSES_THROUGH
+from dyndbg.engine.threads import ENGINE_LOCK
 from dyndbg.engine.targets import TraceCatchTarget, TraceLineTarget
 
 
@@ -189,11 +190,14 @@ class TraceStepper:
     def _stop(self, stop: TraceStop) -> None:
         self._stopped_in.add(stop.compile_id)
         self.mode = TraceMode()                # the front end sets the next one
-        self.at_prompt = True
-        try:
-            self.frontend.interact_trace(stop)
-        finally:
-            self.at_prompt = False
+        # One thread in the engine at a time, as at stops in generated code:
+        # a compile-time stop waits while another thread is stopped.
+        with ENGINE_LOCK:
+            self.at_prompt = True
+            try:
+                self.frontend.interact_trace(stop)
+            finally:
+                self.at_prompt = False
 
 
 def trace_line_target(spec: str) -> TraceLineTarget | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import contextlib
 import sys
 import types
 from typing import TYPE_CHECKING, Callable, TextIO
@@ -290,10 +291,17 @@ class Session:
             return self.trace_stop.state.globals()
         return self.past.record.globals if self.past is not None else self.frame.f_globals
 
+    def reading(self) -> contextlib.AbstractContextManager:
+        """Around running an expression: at a stop while dynamo compiles, one
+        that cannot realize what dynamo has not (SymbolicState.read_only)."""
+        return self.trace_stop.state.read_only() if self.trace_stop is not None else \
+            contextlib.nullcontext()
+
     def evaluate(self, expression: str) -> object:
         namespace = self.namespace()
         try:
-            return eval(expression, self.frame_globals(), namespace)
+            with self.reading():
+                return eval(expression, self.frame_globals(), namespace)
         except Exception as error:
             summarized = summarized_names(expression, namespace) if self.past else ""
             if summarized:
@@ -310,7 +318,8 @@ class Session:
         try:
             sys.stdout = self.out
             sys.displayhook = self._displayhook
-            exec(code, self.frame_globals(), self.namespace())
+            with self.reading():
+                exec(code, self.frame_globals(), self.namespace())
         except Exception as error:  # noqa: BLE001 - user code
             self.error(f"{type(error).__name__}: {error}")
         finally:

@@ -13,16 +13,18 @@ import os
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from dyndbg.dynamo.symbolic_trace import SymbolicValue, TracePoint
+from dyndbg.dynamo.symbolic_values import describe, is_variable_tracker
 from dyndbg.engine.trace_stepping import TraceStep, TraceStop
 from dyndbg.ui.host import Family, Host
 from dyndbg.ui.parsing import CommandError
+from dyndbg.ui.values import safe_repr
 
 if TYPE_CHECKING:
     from dyndbg.dynamo.symbolic_trace import SymbolicState
 
 # What works at a compile-time stop as it does anywhere (by command name).
 ANYWHERE = {"break", "tbreak", "catch", "clear", "disable", "enable", "condition", "ignore",
-            "info", "help", "alias", "unalias", "p", "pp", "quit", "set"}
+            "info", "help", "alias", "unalias", "quit", "set"}
 PROMPT = "(dyndbg compile) "
 
 
@@ -80,20 +82,7 @@ class TraceCommands:
         caught = ", ".join(f"{'catchpoint' if bp.kind == 'catch' else 'breakpoint'} "
                            f"{bp.number}" for bp in stop.breakpoints)
         caught = f" ({caught})" if caught else ""
-        event = ""
-        if stop.point is TracePoint.START:
-            event = f"dynamo starts tracing {where.function}{caught}"
-        elif stop.point is TracePoint.GRAPH_BREAK:
-            nodes = len(state.graph_nodes())
-            event = (f"graph break in {where.function}: dynamo compiles the graph so far "
-                     f"({nodes} node{'s' if nodes != 1 else ''}) and resumes after it")
-        elif stop.point is TracePoint.RESTART:
-            event = (f"restart: dynamo rolls back its speculation and traces "
-                     f"{state.root.f_code.co_name} again from its first instruction")
-        elif stop.point is TracePoint.RETURN:
-            nodes = len(state.graph_nodes())
-            event = (f"return: dynamo reached the end of {where.function} and compiles its "
-                     f"graph ({nodes} node{'s' if nodes != 1 else ''})")
+        event = trace_event(stop, caught)
         if event:
             write(f"{tag} {event}")
         if stop.reason is not None:
@@ -216,6 +205,17 @@ class TraceCommands:
             self.host.write(f"  {guard.kind:<{kind}}  {guard.source:<{source}}  {guard.place}"
                             + (f"  {guard.line}" if guard.line else ""))
 
+    def do_p(self, arg: str) -> None:
+        """p EXPR | pp EXPR
+        Print EXPR's value; a VariableTracker as `stack` shows it (kind,
+        value, node, source), never realized. Names are the symbolic locals."""
+        if not arg.strip():
+            raise CommandError("usage: p EXPR")
+        value = self.host.evaluate(arg)
+        self.host.write(describe(value).line() if is_variable_tracker(value) else safe_repr(value))
+
+    do_pp = do_p
+
     def do_where(self, arg: str) -> None:
         """w(here) | bt
         Dynamo's inlining stack: the frame being compiled (an
@@ -239,6 +239,28 @@ class TraceCommands:
             self.host.write(f"{mark} {line} {index:>4} {instr.opname:<24} {instr.argval}".rstrip())
 
     do_l = do_ll = do_dis = do_longlist = do_list
+
+
+def trace_event(stop: TraceStop, caught: str = "") -> str:
+    """What happened at a stop that is not a plain instruction ("" at one):
+    the first line the prompt prints after the compile id, the editor's
+    stop description."""
+    state = stop.state
+    function = state.translators()[-1].function
+    if stop.point is TracePoint.START:
+        return f"dynamo starts tracing {function}{caught}"
+    if stop.point is TracePoint.GRAPH_BREAK:
+        nodes = len(state.graph_nodes())
+        return (f"graph break in {function}: dynamo compiles the graph so far "
+                f"({nodes} node{'s' if nodes != 1 else ''}) and resumes after it")
+    if stop.point is TracePoint.RESTART:
+        return (f"restart: dynamo rolls back its speculation and traces "
+                f"{state.root.f_code.co_name} again from its first instruction")
+    if stop.point is TracePoint.RETURN:
+        nodes = len(state.graph_nodes())
+        return (f"return: dynamo reached the end of {function} and compiles its graph "
+                f"({nodes} node{'s' if nodes != 1 else ''})")
+    return ""
 
 
 def _value_line(value: SymbolicValue) -> str:
