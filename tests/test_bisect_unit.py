@@ -68,6 +68,8 @@ def test_magic_options_then_the_statement() -> None:
     options, statement = parse("-c 'b f' --record -c stack f(x, '--record')")
     assert options.commands == ["b f", "stack"] and options.record and not options.trace
     assert statement == "f(x, '--record')"
-    assert parse("") == ((([], False, False, False)), "")
+    assert parse("") == ((([], False, False, False, None)), "")
+    options, statement = parse("--catch-trace 'f*' -c c g()")
+    assert (options.catch_trace, options.commands, statement) == ("f*", ["c"], "g()")
     with pytest.raises(ValueError, match="unknown option '--nope'"):
         parse("--nope f(x)")

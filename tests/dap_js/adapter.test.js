@@ -203,7 +203,8 @@ test("the VS Code extension's package.json is valid", () => {
     assert.deepStrictEqual(dbg.languages, ['python']);
     const launch = Object.keys(dbg.configurationAttributes.launch.properties).sort();
     assert.deepStrictEqual(launch,
-        ['args', 'cwd', 'env', 'module', 'program', 'python', 'record', 'stopOnEntry']);
+        ['args', 'catchTrace', 'cwd', 'env', 'module', 'program', 'python', 'record',
+            'stopOnEntry']);
     const connect = dbg.configurationAttributes.attach.properties.connect;
     assert.deepStrictEqual(Object.keys(connect.properties).sort(), ['host', 'port']);
 
