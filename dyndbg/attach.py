@@ -55,7 +55,7 @@ def set_options(engine: Engine, *, post_mortem: bool = False, record: bool = Fal
     if trace:
         engine.instruction_trace = True
     if catch_trace is not None:
-        engine.catch_trace(catch_trace)
+        engine.trace.catch(catch_trace)
 
 
 def start_engine(engine: Engine) -> Engine:

@@ -110,6 +110,9 @@ def test_stepping_a_resume_function_while_dynamo_compiles_it_changes_nothing(tmp
     assert any(re.search(rf"\b{node}\b", code) for code in _made(run.stdout)["graphs"]), node
 
     # The graph break dynamo decides in the resume function: torch's reason.
+    # Stepping on from the graph break: the compile ends, and the step with it.
+    assert f"dyndbg: compile {resume_id} ended; the step ends with it" in text
+
     breaks = re.findall(rf"\[compile {resume_id}\] graph break in {resume}: .*\n"
                         r"  reason: (.*)\n(?:    .*\n)*  traced_compiles\.py:(\d+)", text)
     assert breaks and breaks[0][0] == explained_reasons()[1] and \
@@ -120,15 +123,21 @@ def test_first_compile_restart_graph_break_and_recompile_of_f(tmp_path):
     """catch trace f: the first compile's restart and its graph break, each
     with torch's reason, then the recompile (n changed) stops again."""
     plain = run_plain(PROGRAM)
-    run = run_dyndbg(PROGRAM, ["c", "guards", "c", "stack", "graph", "c", "c", "c", "c"],
-                     tmp_path, options=["--catch-trace", "f"])
+    # n's type check would add a guard on it without realizing it: refused.
+    run = run_dyndbg(PROGRAM, ["p n.python_type()", "p n", "c", "guards", "c", "stack", "graph",
+                               "c", "c", "c", "c"], tmp_path, options=["--catch-trace", "f"])
     text = run.transcript
     assert run.returncode == 0 and run.stdout == plain.stdout, run.stderr + text[-3000:]
+    said = {command: lines for command, lines in reversed(outputs(text))}
+    assert said["p n.python_type()"][0].startswith("*** WouldChangeTrace: ") and \
+        said["p n"] == ["LazyConstantVariable  int 3, unrealized (no guard on it yet)  "
+                        "from L['n']"], said
     reason = explained_reasons()[0]
-    restart = re.search(r"\[compile 0/0\] restart: .* traces f again .*\n  reason: (.*)\n", text)
+    restart = re.search(r"\[compile 0/0\] restart \(\w*RestartAnalysis\): dynamo drops this "
+                        r"attempt at tracing f .*\n  reason: (.*)\n", text)
     assert restart and restart.group(1) == reason, text[:3000]
     broke = re.search(r"\[compile 0/0_1\] graph break in f: dynamo compiles the graph so far "
-                      r"\((\d+) nodes\).*\n  reason: (.*)\n", text)
+                      r"\((\d+) nodes as built, inputs included\)\n  reason: (.*)\n", text)
     assert broke and broke.group(2) == reason
     steps = outputs(text)
     # At the restart, before the graph break's compile: the guards of the line that ran.

@@ -227,7 +227,7 @@ class Requests:
         if command == "attach" and arguments.get("catchTrace") is not None:
             # `launch` passes it on the program's command line (adapter.py): set already.
             try:
-                self.engine.catch_trace(catch_trace_pattern(arguments["catchTrace"]))
+                self.engine.trace.catch(catch_trace_pattern(arguments["catchTrace"]))
             except ValueError as error:
                 raise RequestError(str(error)) from None
         self.stop_on_entry = bool(arguments.get("stopOnEntry", False))

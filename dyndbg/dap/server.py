@@ -76,27 +76,13 @@ class DapFrontend:
 
     def interact_trace(self, stop: TraceStop) -> None:
         """A stop while dynamo compiles (on the compiling thread, inside its
-        compile): served as a stop in generated code is, until a request
-        steps dynamo on or continues. It holds the engine as those do; a
-        compile-time stop inside one already being served (an expression
-        evaluated at a stop that compiles) is not made: dynamo goes on."""
-        while not ENGINE_LOCK.acquire(timeout=0.5):   # another thread's stop first
-            if self.channel is None or self.engine.detached:
-                return
-        try:
-            if self.channel is None or self.engine.detached:
-                return
-            with self._state:
-                nested = self.stopped   # this thread's own stop: the lock is reentrant
-            if nested:
-                self.output("dyndbg: dynamo compiles while the program is stopped: no "
-                            "compile-time stop inside a stop")
-                return
-            if self.requests.tracing.steps_on(stop):
-                return   # a line step goes on over the rest of its line
-            self._hold(lambda: self.requests.trace_stopped(stop))
-        finally:
-            ENGINE_LOCK.release()
+        compile, holding the engine: trace_stepping.py): served as a stop in
+        generated code is, until a request steps dynamo on or continues."""
+        if self.channel is None or self.engine.detached:
+            return   # no client: no stop
+        if self.requests.tracing.steps_on(stop):
+            return   # a line step goes on over the rest of its line
+        self._hold(lambda: self.requests.trace_stopped(stop))
 
     def _hold(self, announce: Callable[[], None]) -> None:
         """Stopped: `announce` tells the client, then its requests are served

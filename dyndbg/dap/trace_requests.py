@@ -15,7 +15,6 @@ sense for generated code (disassemble, stepping back, exception info,
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Sequence
 
 from dyndbg.dap.hover import NotHoverable, hover_value
@@ -65,7 +64,7 @@ def stop_text(stop: TraceStop) -> tuple[str, str | None]:
     (torch's reason, at a graph break or a restart)."""
     state = stop.state
     where = state.translators()[-1]
-    tag = f"[compile {stop.trace_id}]"
+    tag = stop.tag
     point = stop.point
     event = trace_event(stop)
     if event:
@@ -231,8 +230,7 @@ class TraceRequests:
         """The inspection session looks at `state`'s level (the frame selected)."""
         session = self.session
         stop = self.checked_stop()
-        session.trace_stop = stop if state is stop.state else dataclasses.replace(stop,
-                                                                                  state=state)
+        session.trace_stop = stop if state is stop.state else stop._replace(state=state)
         try:
             yield
         finally:

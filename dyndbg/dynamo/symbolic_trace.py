@@ -1,44 +1,28 @@
-"""Dynamo's symbolic trace, watched: the one module that reads the state of
-dynamo's InstructionTranslator while it compiles.
+"""Dynamo's symbolic trace, watched: the state of dynamo's
+InstructionTranslator at a stop while it compiles, read without changing it
+(symbolic_values.py reads its VariableTrackers, nodes and guards;
+trace_hooks.py is where dynamo is hooked to stop).
 
-Where dynamo does the work (torch/_dynamo/symbolic_convert.py and
-output_graph.py; the same on torch 2.13, 2.14 and 2.15):
-
-- `InstructionTranslatorBase.run(tx)` interprets one function: the frame being
-  compiled (an `InstructionTranslator`, whose `parent` is None) or a call it
-  inlines (an `InliningInstructionTranslator`, `parent` the caller's).
-  `run` calls `self.step()` once per instruction, looked up on the instance
-  each time: a watched translator gets a `step` of its own in its instance
-  dict (trace_step below), which reports the instruction about to be
-  interpreted, `tx.instructions[tx.instruction_pointer]`, then calls the
-  class's step. A translator not watched runs dynamo's own step untouched.
-- `OutputGraph.compile_subgraph(tx, reason, stack_pops)` is where dynamo
-  compiles the graph so far: `reason.graph_break` True is a graph break it
-  decided (the `GraphCompileReason` that `torch._dynamo.explain` reports), False
-  the end of the function (`return_value`).
-- A `RestartAnalysis` leaving `step` (or compile_subgraph) rolls the
-  speculation back: dynamo traces the frame again from its first instruction,
-  with a new InstructionTranslator, under the same compile id.
-
-Nothing here changes what dynamo compiles: the state is read as
-symbolic_values.py reads it, without realizing any lazy VariableTracker.
+What is read (torch/_dynamo/symbolic_convert.py and output_graph.py; the
+same on torch 2.13, 2.14 and 2.15, versions.py lists it): a translator's
+`instructions`, `instruction_pointer` and `current_instruction`, its
+`stack` and `symbolic_locals`, `parent` (None for the frame being compiled,
+the caller's translator for a call dynamo inlines), and its OutputGraph's
+`graph` and `guards`. An expression run at a stop cannot realize a lazy
+VariableTracker, add a guard or add a graph node (read_only).
 """
 from __future__ import annotations
 
 import contextlib
 import enum
-import functools
 import os
 import types
-from typing import Any, Callable, Iterator, NamedTuple, Protocol
+from typing import Any, Iterator, NamedTuple
 
-from dyndbg.dynamo import graphs
-from dyndbg.dynamo.break_reasons import BreakReason
+from dyndbg.dynamo import graphs, versions
 from dyndbg.dynamo.symbolic_values import (SymbolicValue, UserInstruction, describe, guard_kind,
                                            line_of, node_target, source_name, user_instruction,
                                            value_text)
-
-_STEP = "step"       # the instance attribute a watched translator's `run` finds
 
 
 class TracePoint(enum.Enum):
@@ -95,35 +79,48 @@ class SymbolicState:
     @property
     def depth(self) -> int:
         """0 for the frame being compiled, 1 for a call it inlines, ..."""
-        return len(self.translators()) - 1
+        depth, tx = 0, parent(self.tx)
+        while tx is not None:
+            depth, tx = depth + 1, parent(tx)
+        return depth
 
     @property
     def root(self) -> Any:
         tx = self.tx
-        while _parent(tx) is not None:
-            tx = _parent(tx)
+        while parent(tx) is not None:
+            tx = parent(tx)
         return tx
 
     @property
     def is_root(self) -> bool:
-        return _parent(self.tx) is None
+        return parent(self.tx) is None
+
+    def _instruction(self) -> Any:
+        """Dynamo's Instruction this stop is at: the one it interprets next
+        (START, INSTRUCTION), else the one it is interpreting."""
+        if self.point in (TracePoint.START, TracePoint.INSTRUCTION):
+            return _next_instruction(self.tx)
+        return getattr(self.tx, "current_instruction", None)
 
     def instruction(self) -> UserInstruction | None:
-        """The instruction dynamo interprets next (at a graph break or a
-        return, the one it is interpreting)."""
-        inst = _next_instruction(self.tx) if self.point in (TracePoint.START,
-                                                            TracePoint.INSTRUCTION) \
-            else getattr(self.tx, "current_instruction", None)
-        if inst is None:
-            return None
-        return user_instruction(inst)
+        inst = self._instruction()
+        return None if inst is None else user_instruction(inst)
 
     @property
     def line(self) -> int | None:
         instr = self.instruction()
         if instr is not None and instr.line is not None:
             return instr.line
-        return getattr(self.tx, "lineno", None)
+        lineno = getattr(self.tx, "lineno", None)   # -1 before dynamo's first line
+        return lineno if isinstance(lineno, int) and lineno > 0 else None
+
+    @property
+    def root_function(self) -> str:
+        """The name of the function being compiled (the outermost level's)."""
+        return str(self.root.f_code.co_name)
+
+    def stack_size(self) -> int:
+        return len(self.tx.stack)
 
     def starts_line(self) -> bool:
         """The next instruction is the first of its line (the one before it has another)."""
@@ -146,26 +143,14 @@ class SymbolicState:
         tx = self.tx
         while tx is not None:
             chain.append(tx)
-            tx = _parent(tx)
+            tx = parent(tx)
         return [self if tx is self.tx else SymbolicState(tx, TracePoint.CALLING)
                 for tx in reversed(chain)]
 
     def translators(self) -> list[TranslatorFrame]:
         """The inlining stack, the frame being compiled first."""
-        frames = []
-        tx = self.tx
-        while tx is not None:
-            frames.append(tx)
-            tx = _parent(tx)
-        out = []
-        for i, tx in enumerate(reversed(frames)):
-            inst = _next_instruction(tx) if tx is self.tx and self.point in (
-                TracePoint.START, TracePoint.INSTRUCTION) else getattr(tx, "current_instruction",
-                                                                       None)
-            line = (line_of(inst) if inst is not None else None) or getattr(tx, "lineno", None)
-            out.append(TranslatorFrame(type(tx).__name__, tx.f_code.co_name,
-                                       tx.f_code.co_filename, line))
-        return out
+        return [TranslatorFrame(type(level.tx).__name__, level.code.co_name,
+                                level.code.co_filename, level.line) for level in self.levels()]
 
     # -- what dynamo knows ---------------------------------------------------------
     def stack(self) -> list[SymbolicValue]:
@@ -183,6 +168,10 @@ class SymbolicState:
                          value_text(node.meta.get("example_value")), graphs.node_place(node))
                 for node in graph.nodes]
 
+    def graph_id(self) -> int:
+        """Which FX graph is being built (a restart's attempt builds a new one)."""
+        return id(self.tx.output.graph)
+
     def guards(self) -> list[GuardView]:
         """The guards installed so far, by line then source."""
         out = []
@@ -198,11 +187,8 @@ class SymbolicState:
         """(index, instruction, is the one at this stop) for the instructions
         of the user's code around the current one."""
         instructions = self.tx.instructions
-        if self.point in (TracePoint.START, TracePoint.INSTRUCTION):
-            here = self.tx.instruction_pointer
-        else:
-            current = getattr(self.tx, "current_instruction", None)
-            here = next((i for i, inst in enumerate(instructions) if inst is current), None)
+        current = self._instruction()
+        here = next((i for i, inst in enumerate(instructions) if inst is current), None)
         if here is None:
             return []
         first = max(0, here - around)
@@ -215,27 +201,29 @@ class SymbolicState:
 
     @contextlib.contextmanager
     def read_only(self) -> Iterator[None]:
-        """While an expression at this stop runs: realizing a lazy
-        VariableTracker (which installs guards, and so changes what dynamo
-        compiles) raises WouldChangeTrace instead. Other changes an
-        expression may make through `__tx__` are the user's to avoid."""
-        from torch._dynamo.variables import lazy
-        caches = [c for c in (getattr(lazy, "LazyCache", None),
-                              getattr(lazy, "ComputedLazyCache", None))
-                  if c is not None and "realize" in vars(c)]
-        saved = [vars(c)["realize"] for c in caches]
+        """While an expression at this stop runs, what would change what
+        dynamo compiles raises WouldChangeTrace instead: realizing a lazy
+        VariableTracker, adding a guard (a lazy constant's type check adds
+        one without realizing), adding a node to an FX graph. These are
+        class attributes, so other threads' compiles are refused too while
+        it runs; what else an expression does through `__tx__` is the user's."""
+        import torch.fx
+        from torch._guards import GuardsSet
 
-        def refuse(cache: object) -> None:
-            raise WouldChangeTrace("this reads a value dynamo has not realized yet; realizing "
-                                   "it would install guards and change what dynamo compiles "
-                                   "(`stack` and `locals` show it as it is)")
-        for cache in caches:
-            setattr(cache, "realize", refuse)
+        def refuse(*args: object, **kwargs: object) -> None:
+            raise WouldChangeTrace("this would change what dynamo compiles (it realizes a "
+                                   "value dynamo has not, adds a guard or a graph node); "
+                                   "`stack` and `locals` show values as they are")
+        patched = [(cache, "realize") for cache in versions.lazy_caches()] + \
+            [(GuardsSet, "add"), (torch.fx.Graph, "create_node")]
+        saved = [(owner, name, vars(owner)[name]) for owner, name in patched]
+        for owner, name in patched:
+            setattr(owner, name, refuse)
         try:
             yield
         finally:
-            for cache, realize in zip(caches, saved):
-                setattr(cache, "realize", realize)
+            for owner, name, original in saved:
+                setattr(owner, name, original)
 
     def namespace(self) -> dict[str, object]:
         """What an expression at this stop sees: the symbolic locals (dynamo's
@@ -251,7 +239,8 @@ class WouldChangeTrace(Exception):
     """An expression at a trace stop would change what dynamo compiles."""
 
 
-def _parent(tx: Any) -> Any:
+def parent(tx: Any) -> Any:
+    """The translator `tx` is inlined in; None for the frame being compiled."""
     return tx.__dict__.get("parent")
 
 
@@ -267,136 +256,3 @@ def compile_id() -> tuple[str, int]:
     if trace is None:
         return "", 0
     return str(trace.compile_id), int(getattr(trace, "attempt", 0) or 0)
-
-
-# -- the hooks -------------------------------------------------------------------------
-class TraceListener(Protocol):
-    """What the engine answers (engine/trace_stepping.py)."""
-
-    def watches(self, state: SymbolicState) -> bool: ...
-    def at(self, state: SymbolicState, reason: BreakReason | None) -> None: ...
-
-
-class TraceHooks:
-    """dynamo's run and compile_subgraph, wrapped while installed."""
-
-    def __init__(self, listener: TraceListener,
-                 report_error: Callable[[str, BaseException], None],
-                 passes: tuple[type[BaseException], ...]) -> None:
-        self.listener = listener
-        self._report_error = report_error
-        self._passes = passes                  # exceptions a stop may raise into dynamo (quit)
-        self.installed = False
-        self._saved: dict[str, Callable[..., Any]] = {}
-        self._restart_seen: int | None = None  # id() of the restart already reported
-
-    def missing(self) -> str | None:
-        """What this torch lacks of what the hooks use (versions.py), or None."""
-        from torch._dynamo import exc, output_graph, symbolic_convert
-        from torch._guards import CompileContext
-        needed = ((symbolic_convert, "InstructionTranslatorBase"), (exc, "RestartAnalysis"),
-                  (getattr(symbolic_convert, "InstructionTranslatorBase", None), "run"),
-                  (getattr(symbolic_convert, "InstructionTranslatorBase", None), "step"),
-                  (output_graph.OutputGraph, "compile_subgraph"),
-                  (CompileContext, "current_trace_id"))
-        for owner, name in needed:
-            if not hasattr(owner, name):
-                return f"{getattr(owner, '__name__', owner)}.{name}"
-        return None
-
-    def install(self) -> None:
-        if self.installed or self.missing() is not None:
-            return
-        from torch._dynamo import output_graph, symbolic_convert
-        base = symbolic_convert.InstructionTranslatorBase
-        self._saved = {"run": base.run, "compile_subgraph": output_graph.OutputGraph.compile_subgraph}
-        hooks = self
-        run, compile_subgraph = self._saved["run"], self._saved["compile_subgraph"]
-
-        @functools.wraps(run)
-        def traced_run(tx: Any) -> None:
-            hooks.starting(tx)
-            try:
-                return run(tx)
-            except BaseException as error:
-                hooks.leaving(tx, error)   # a restart: reported, then dynamo's to handle
-                raise
-            finally:
-                tx.__dict__.pop(_STEP, None)
-
-        @functools.wraps(compile_subgraph)
-        def traced_compile_subgraph(output: Any, tx: Any, *args: Any, **kwargs: Any) -> Any:
-            hooks.compiling(tx, kwargs["reason"] if "reason" in kwargs else
-                            (args[0] if args else None))
-            return compile_subgraph(output, tx, *args, **kwargs)
-
-        setattr(base, "run", traced_run)
-        setattr(output_graph.OutputGraph, "compile_subgraph", traced_compile_subgraph)
-        self.installed = True
-
-    def uninstall(self) -> None:
-        if not self.installed:
-            return
-        from torch._dynamo import output_graph, symbolic_convert
-        setattr(symbolic_convert.InstructionTranslatorBase, "run", self._saved["run"])
-        setattr(output_graph.OutputGraph, "compile_subgraph", self._saved["compile_subgraph"])
-        self.installed = False
-
-    def watch(self, tx: Any) -> None:
-        """Report each instruction `tx` interprets from now on."""
-        if _STEP not in tx.__dict__:
-            tx.__dict__[_STEP] = functools.partial(self.trace_step, tx)
-
-    def watch_chain(self, tx: Any) -> None:
-        """`tx` and every translator it is inlined in."""
-        while tx is not None:
-            self.watch(tx)
-            tx = _parent(tx)
-
-    # -- called by dynamo, through the wrappers: never raise into it, but quit --------
-    def starting(self, tx: Any) -> None:
-        try:
-            if self.installed and self.listener.watches(SymbolicState(tx, TracePoint.START)):
-                self.watch(tx)
-        except self._passes:
-            raise
-        except BaseException as error:  # noqa: BLE001 - dynamo's compile must go on
-            self._report_error("trace start", error)
-
-    def trace_step(self, tx: Any) -> bool:
-        if self.installed:
-            self._deliver(SymbolicState(tx, TracePoint.INSTRUCTION), None)
-        return type(tx).step(tx)
-
-    def leaving(self, tx: Any, error: BaseException) -> None:
-        """An exception leaves `tx`'s run: a restart is reported once, by the
-        innermost watched translator it leaves."""
-        try:
-            from torch._dynamo.exc import RestartAnalysis
-            if not isinstance(error, RestartAnalysis) or id(error) == self._restart_seen or \
-                    _STEP not in tx.__dict__ or not self.installed:
-                return
-            self._restart_seen = id(error)
-            text = str(getattr(error, "restart_reason", "") or "") or type(error).__name__
-        except BaseException as failure:  # noqa: BLE001 - dynamo's compile must go on
-            self._report_error("trace restart", failure)
-            return
-        self._deliver(SymbolicState(tx, TracePoint.RESTART), BreakReason(text, ()))
-
-    def compiling(self, tx: Any, reason: Any) -> None:
-        if not self.installed or reason is None:
-            return
-        if getattr(reason, "graph_break", True):
-            self._deliver(SymbolicState(tx, TracePoint.GRAPH_BREAK),
-                          BreakReason(str(getattr(reason, "reason", "")),
-                                      tuple(getattr(reason, "user_stack", ()) or ())))
-        else:
-            self._deliver(SymbolicState(tx, TracePoint.RETURN), None)
-
-    def _deliver(self, state: SymbolicState, reason: BreakReason | None) -> None:
-        try:
-            self.listener.at(state, reason)
-        except self._passes:
-            raise
-        except BaseException as error:  # noqa: BLE001 - dynamo's compile must go on
-            self._report_error("trace stop", error)

@@ -30,6 +30,9 @@ differences belong here too.
   prologue)" mark; one without the classes and methods hooked gets one line
   at `catch trace` naming what it lacks, and no trace stop
   (`TraceHooks.missing`).
+- 2.14: a lazy VariableTracker's cache is a `LazyCache` or a
+  `ComputedLazyCache` (2.13: `LazyCache` only), each with its own `realize`:
+  `lazy_caches`.
 - before 2.15: `GuardManagerWrapper.check` / `check_verbose` leave
   `__torch_function__` disabled for the thread when the tree throws (a strided
   nested tensor where a TENSOR_MATCH expects a dense one makes `check` throw);
@@ -94,3 +97,12 @@ def relation_names() -> dict[str, object]:
     def check_no_aliasing(*tensors: object) -> bool:
         return len({id(t) for t in tensors}) == len(tensors)
     return {"check_no_aliasing": check_no_aliasing}
+
+
+def lazy_caches() -> list[type]:
+    """The classes whose `realize` makes a lazy VariableTracker real
+    (symbolic_trace.py refuses it while an expression runs at a trace stop)."""
+    from torch._dynamo.variables import lazy
+    return [cache for cache in (getattr(lazy, "LazyCache", None),
+                                getattr(lazy, "ComputedLazyCache", None))
+            if cache is not None and "realize" in vars(cache)]

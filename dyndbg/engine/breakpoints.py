@@ -236,7 +236,7 @@ class BreakpointTable:
     def watches_resume_calls(self) -> bool:
         """Some enabled breakpoint could stop in a resume function."""
         return any(bp.enabled and isinstance(bp.target, (ResumeTarget, LineTarget))
-                   for bp in self)
+                   and not bp.target.compile_time for bp in self)
 
     def hit(self, entry: GeneratedCode, info: CodeInfo, frame: types.FrameType, instr: Instr,
             stack: StackReader, evaluate: Callable[[str], object],

@@ -19,8 +19,7 @@ from dyndbg.dynamo.edits import EDITS
 from dyndbg.dynamo.give_ups import GiveUp
 from dyndbg.dynamo.markers import torch_has_marker
 from dyndbg.engine.breakpoints import BreakpointTable
-from dyndbg.engine.breakpoints import Breakpoint
-from dyndbg.engine.targets import CatchTarget, TraceCatchTarget
+from dyndbg.engine.targets import CatchTarget
 from dyndbg.engine.codeinfo import CodeInfo, Instr, code_info
 from dyndbg.engine.conditions import Conditions
 from dyndbg.engine.exceptions import ConditionInterrupted, DyndbgQuit
@@ -71,7 +70,8 @@ class Engine:
                                  self._resume, self.internal_error, force_fallback,
                                  on_give_up=self._gave_up)
         # Stops while dynamo compiles (`catch trace`, `b --trace`): hooked on first use.
-        self.trace = TraceStepper(self.breakpoints, frontend, self.internal_error)
+        self.trace = TraceStepper(self.breakpoints, frontend, self.internal_error,
+                                  busy=lambda: self._in_stop)
         self.snapshots = Snapshots()    # the stacks read, for exception stops and `up`
         self.failures = FailureLog()                   # for post_mortem()
         self.history = History()                       # `record on`: what ran, to step back
@@ -83,7 +83,7 @@ class Engine:
         self.tracer: Tracer = make_tracer(self, frontend.message)
         self.registry.on_add = self._code_added
         self.interrupts = Interrupts(self, frontend.message)
-        self.at_prompt = False
+        self._in_stop = False                          # at a stop in generated code
         self._generated = self.registry.by_id          # for the hot paths: id(code) -> entry
         self._stopped_exception: BaseException | None = None
 
@@ -245,13 +245,10 @@ class Engine:
         self.hooks.set_callback_active(self._wants_callback())
         self.tracer.step_into(frames)
 
-    def catch_trace(self, pattern: str = "*") -> Breakpoint:
-        """`catch trace PATTERN`: stop when dynamo starts tracing a matching function."""
-        bp = self.breakpoints.add(TraceCatchTarget("trace", pattern=pattern))
-        unavailable = self.trace.arm()
-        if unavailable:
-            self.frontend.message(unavailable)
-        return bp
+    @property
+    def at_prompt(self) -> bool:
+        """The front end is serving a stop: in generated code, or while dynamo compiles."""
+        return self._in_stop or self.trace.at_prompt
 
     # -- queries ----------------------------------------------------------------
     def entry_for(self, code: types.CodeType) -> GeneratedCode | None:
@@ -416,11 +413,11 @@ class Engine:
         if stop.reason is not StopReason.POST_MORTEM:
             self.tracer.keep(stop.frame)   # its state here lasts until it returns
         maybe_fault("render")
-        self.at_prompt = True
+        self._in_stop = True
         try:
             self.frontend.interact(stop)
         finally:
-            self.at_prompt = False
+            self._in_stop = False
 
     def internal_error(self, where: str, error: BaseException) -> None:
         """An error inside dyndbg: say so once, detach, let the program go on."""

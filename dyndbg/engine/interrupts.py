@@ -21,7 +21,8 @@ class InterruptTarget(Protocol):
     """What the handler asks of the engine."""
 
     detached: bool
-    at_prompt: bool
+    @property
+    def at_prompt(self) -> bool: ...
 
     @property
     def in_condition(self) -> bool: ...

@@ -65,6 +65,7 @@ class TracePolicy:
         if self.registry.has_markers or self.failed_calls or self.history:
             return False
         return not any(bp.enabled and not isinstance(bp.target, MarkerTarget)
+                       and not bp.target.compile_time   # stops while dynamo compiles only
                        for bp in self.breakpoints)
 
     def wants_callback(self, mechanism_needs_it: bool) -> bool:

@@ -291,7 +291,7 @@ class TraceCatchTarget(CatchTarget):
 @dataclass
 class TraceLineTarget(LineTarget):
     """`b --trace FILE:LINE`: stop when dynamo, tracing, reaches that line of
-    the user's code (the first instruction of it each time it is entered)."""
+    the user's code (at the first instruction of that line in the code)."""
 
     compile_time = True
 

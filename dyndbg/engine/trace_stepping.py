@@ -9,18 +9,21 @@ With one set, only the translators that can stop are watched instruction by
 instruction: a frame a catchpoint names, one whose file holds a trace
 breakpoint, and while stepping the frame being stepped and what it inlines.
 
-Stepping is per compile: a compile that ends ends it, and the next trace
-stop is the next catchpoint or breakpoint.
+Stepping is per compile: a compile that ends ends it (one line says so),
+and the next trace stop is the next catchpoint or breakpoint. A compile
+started while the program is stopped (an expression at a stop calls a
+compiled function), or while another thread is stopped, makes no stop:
+one line says so, and dynamo goes on.
 """
 from __future__ import annotations
 
 import enum
 import os
-from dataclasses import dataclass, field
-from typing import Callable, NamedTuple, Protocol
+from typing import Any, Callable, NamedTuple, Protocol
 
 from dyndbg.dynamo.break_reasons import BreakReason
-from dyndbg.dynamo.symbolic_trace import SymbolicState, TraceHooks, TracePoint, compile_id
+from dyndbg.dynamo.symbolic_trace import SymbolicState, TracePoint, compile_id
+from dyndbg.dynamo.trace_hooks import TraceHooks
 from dyndbg.dynamo.versions import torch_version
 from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable
 from dyndbg.engine.exceptions import PASSES_THROUGH
@@ -41,21 +44,33 @@ class TraceMode(NamedTuple):
     compile_id: str = ""      # the compile being stepped
 
 
-@dataclass
-class TraceStop:
+class TraceStop(NamedTuple):
     """A stop while dynamo compiles."""
 
     point: TracePoint
     state: SymbolicState
     compile_id: str                        # "1/0"
     attempt: int                           # 0; 1 after a restart
-    breakpoints: list[Breakpoint] = field(default_factory=list)
+    breakpoints: tuple[Breakpoint, ...] = ()
     reason: BreakReason | None = None      # GRAPH_BREAK: torch's reason; RESTART: why
+    cause: str = ""                        # RESTART: the RestartAnalysis class dynamo raised
 
     @property
     def trace_id(self) -> str:
         """As TORCH_LOGS writes it: "0/0", then "0/0_1" for the attempt after a restart."""
         return self.compile_id + (f"_{self.attempt}" if self.attempt else "")
+
+    @property
+    def tag(self) -> str:
+        """What each of its lines starts with: `[compile 0/0_1]`."""
+        return f"[compile {self.trace_id}]"
+
+
+class _PendingStart(NamedTuple):
+    """A frame a trace catchpoint names: its first instruction stops."""
+
+    tx: Any                                # dynamo's translator
+    catchpoints: list[Breakpoint]
 
 
 class TraceFrontend(Protocol):
@@ -67,24 +82,35 @@ class TraceFrontend(Protocol):
 
 class TraceStepper:
     def __init__(self, breakpoints: BreakpointTable, frontend: TraceFrontend,
-                 report_error: Callable[[str, BaseException], None]) -> None:
+                 report_error: Callable[[str, BaseException], None],
+                 busy: Callable[[], bool] = lambda: False) -> None:
         self.breakpoints = breakpoints
         self.frontend = frontend
         self.hooks = TraceHooks(self, report_error, PASSES_THROUGH)
         self.mode = TraceMode()
-        self.at_prompt = False
+        self.at_prompt = False                 # serving a trace stop (Ctrl-C, nested stops)
+        self._busy = busy                      # serving a stop in generated code
         self._stopped_in: set[str] = set()     # compile ids with a stop: their breaks stop too
         self._started: set[str] = set()        # compile ids whose START stop was made
-        self._start_pending: int | None = None  # id() of the translator to stop at START
-        self._start_hits: list[Breakpoint] = []
-        self._files: dict[str, bool] = {}      # co_filename -> has a trace breakpoint's file
+        self._pending: _PendingStart | None = None
+        # co_filename -> whether a trace breakpoint names it, for the table's version
+        self._files: dict[str, bool] = {}
+        self._files_version = -1
+
+    def catch(self, pattern: str = "*") -> Breakpoint:
+        """`catch trace PATTERN`: stop when dynamo starts tracing a matching
+        function (where this torch cannot, one line says so)."""
+        bp = self.breakpoints.add(TraceCatchTarget("trace", pattern=pattern))
+        unavailable = self.arm()
+        if unavailable:
+            self.frontend.message(unavailable)
+        return bp
 
     # -- arming ------------------------------------------------------------------------
     def arm(self) -> str | None:
         """A trace catchpoint or breakpoint was set: watch dynamo from now on.
         Where this torch lacks what that needs, one line saying so (nothing
         is installed, and no trace stop happens)."""
-        self._files.clear()
         missing = self.hooks.missing()
         if missing is not None:
             return (f"dyndbg: no stops while dynamo compiles with torch {torch_version()}: "
@@ -97,9 +123,14 @@ class TraceStepper:
         self.mode = TraceMode()
 
     def compile_ended(self) -> None:
-        """Stepping does not go on into the next compile."""
+        """Stepping does not go on into the next compile: one line says so."""
+        if self.mode.kind is not TraceStep.CONTINUE:
+            self.frontend.message(f"dyndbg: compile {self.mode.compile_id} ended; the step "
+                                  "ends with it (a catch trace or b --trace stops in the "
+                                  "next compile)")
         self.mode = TraceMode()
-        self._start_pending = None
+        self._pending = None
+        self.hooks.forget()
 
     def set_mode(self, kind: TraceStep, stop: TraceStop) -> None:
         state = stop.state
@@ -115,8 +146,7 @@ class TraceStepper:
             catches = self._catches(state)
             if catches and cid not in self._started:
                 self._started.add(cid)
-                self._start_pending = id(state.tx)
-                self._start_hits = catches
+                self._pending = _PendingStart(state.tx, catches)
                 return True
             if catches or cid in self._stopped_in:
                 return True
@@ -124,16 +154,16 @@ class TraceStepper:
             return True
         return self._has_line_breakpoints(state.code.co_filename)
 
-    def at(self, state: SymbolicState, reason: BreakReason | None) -> None:
+    def at(self, state: SymbolicState, reason: BreakReason | None, cause: str = "") -> None:
         cid, attempt = compile_id()
         point = state.point
         hits: list[Breakpoint] = []
         if point is TracePoint.INSTRUCTION:
-            if self._start_pending == id(state.tx):
-                self._start_pending = None
+            pending = self._pending
+            if pending is not None and pending.tx is state.tx:
+                self._pending = None
                 point = TracePoint.START
-                hits = self.breakpoints.take([(bp, None) for bp in self._start_hits],
-                                             lambda _: True, self.frontend.message)
+                hits = self._take(pending.catchpoints, state)
                 if not hits and not self._mode_stops(state, cid):
                     return
             else:
@@ -146,7 +176,8 @@ class TraceStepper:
         elif cid not in self._stopped_in and not (
                 self.mode.kind is not TraceStep.CONTINUE and self.mode.compile_id == cid):
             return     # a graph break or restart in a compile not being debugged
-        self._stop(TraceStop(point, SymbolicState(state.tx, point), cid, attempt, hits, reason))
+        self._stop(TraceStop(point, SymbolicState(state.tx, point), cid, attempt, tuple(hits),
+                             reason, cause))
 
     # -- deciding ------------------------------------------------------------------------
     def _catches(self, state: SymbolicState) -> list[Breakpoint]:
@@ -158,6 +189,9 @@ class TraceStepper:
                 if bp.enabled and isinstance(bp.target, TraceLineTarget)]
 
     def _has_line_breakpoints(self, filename: str) -> bool:
+        if self._files_version != self.breakpoints.version:   # added, enabled, deleted
+            self._files.clear()
+            self._files_version = self.breakpoints.version
         known = self._files.get(filename)
         if known is None:
             known = self._files[filename] = any(
@@ -169,12 +203,17 @@ class TraceStepper:
         if not self._has_line_breakpoints(filename) or not state.starts_line():
             return []
         line = state.line
-        reached = [(bp, None) for bp in self._line_breakpoints()
+        reached = [bp for bp in self._line_breakpoints()
                    if bp.target.line == line and bp.target.file_matches(filename)]  # type: ignore[attr-defined]  # TraceLineTarget
-        if not reached:
-            return []
-        namespace = state.namespace()
-        return self.breakpoints.take(reached, lambda expr: eval(expr, {}, namespace),
+        return self._take(reached, state) if reached else []
+
+    def _take(self, reached: list[Breakpoint], state: SymbolicState) -> list[Breakpoint]:
+        """Of those reached, those that stop; conditions see what `p` sees
+        there, and can change nothing dynamo compiles (read_only)."""
+        def evaluate(expression: str) -> object:
+            with state.read_only():
+                return eval(expression, state.globals(), state.namespace())
+        return self.breakpoints.take([(bp, None) for bp in reached], evaluate,
                                      self.frontend.message)
 
     def _mode_stops(self, state: SymbolicState, cid: str) -> bool:
@@ -188,16 +227,27 @@ class TraceStepper:
         return state.depth < mode.depth        # RETURN
 
     def _stop(self, stop: TraceStop) -> None:
-        self._stopped_in.add(stop.compile_id)
         self.mode = TraceMode()                # the front end sets the next one
-        # One thread in the engine at a time, as at stops in generated code:
-        # a compile-time stop waits while another thread is stopped.
-        with ENGINE_LOCK:
+        if self.at_prompt or self._busy():
+            self.frontend.message(f"dyndbg: dynamo compiles {stop.state.root_function} "
+                                  f"[{stop.compile_id}] while the program is stopped: no "
+                                  "stop in that compile")
+            return
+        # One thread in the engine at a time. Not waiting for another thread's
+        # stop: this thread holds dynamo's compile lock, which that stop may
+        # need (an expression there that compiles).
+        if not ENGINE_LOCK.acquire(blocking=False):
+            self.frontend.message(f"dyndbg: dynamo compiles {stop.state.root_function} "
+                                  f"[{stop.compile_id}] while another thread is stopped: no "
+                                  "stop in that compile")
+            return
+        self._stopped_in.add(stop.compile_id)
+        try:
             self.at_prompt = True
-            try:
-                self.frontend.interact_trace(stop)
-            finally:
-                self.at_prompt = False
+            self.frontend.interact_trace(stop)
+        finally:
+            self.at_prompt = False
+            ENGINE_LOCK.release()
 
 
 def trace_line_target(spec: str) -> TraceLineTarget | None:

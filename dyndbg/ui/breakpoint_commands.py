@@ -210,7 +210,7 @@ class BreakpointCommands:
                                "trace [FUNC]")
         engine = self.host.engine
         if event == "trace":
-            bp = engine.catch_trace(rest or "*")
+            bp = engine.trace.catch(rest or "*")
             self.host.write(f"Catchpoint {bp.number} ({bp.target.describe()})")
             return
         bp = engine.breakpoints.add(CatchTarget(event, since=engine.registry.count()))

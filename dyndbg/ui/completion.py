@@ -67,6 +67,8 @@ class DebuggerCompleter(Completer):
 
     def _meta(self, name: str) -> str:
         """The value summary shown beside a name in the completion menu."""
+        if self.host.trace_stop is not None:
+            return ""    # summarizing a VariableTracker may realize it (install guards)
         namespace = self.host.namespace()
         if name in namespace:
             return summarize(namespace[name], 40)
@@ -74,9 +76,12 @@ class DebuggerCompleter(Completer):
 
     def _frame_names(self) -> list[str]:
         host = self.host
-        if host.stop is None:
+        if host.trace_stop is not None:      # the symbolic locals and the traced module's
+            names = set(host.namespace()) | set(host.frame_globals())
+        elif host.stop is None:
             return []
-        names = set(host.frame_locals()) | set(host.frame.f_globals)
+        else:
+            names = set(host.frame_locals()) | set(host.frame.f_globals)
         names |= set(dir(builtins)) | set(keyword.kwlist) | {"__stack__", "__frame__"}
         return sorted(names)
 
@@ -95,6 +100,8 @@ class DebuggerCompleter(Completer):
             return
         attribute = _ATTRIBUTE.search(text)
         if attribute:
+            if self.host.trace_stop is not None:
+                return   # reading a VariableTracker's attribute may realize it (install guards)
             obj = self._evaluate(attribute.group(1))
             if obj is not None:
                 yield from _matching(attribute.group(2), sorted(dir(obj)))
@@ -111,8 +118,8 @@ class DebuggerCompleter(Completer):
         namespace = self.host.namespace()
         if parts[0] in namespace:
             obj = namespace[parts[0]]
-        elif parts[0] in self.host.frame.f_globals:
-            obj = self.host.frame.f_globals[parts[0]]
+        elif parts[0] in self.host.frame_globals():
+            obj = self.host.frame_globals()[parts[0]]
         else:
             obj = getattr(builtins, parts[0], None)
         for part in parts[1:]:

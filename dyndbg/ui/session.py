@@ -4,19 +4,16 @@ Host (host.py) of the command families, each in a module of its own."""
 from __future__ import annotations
 
 import ast
-import collections
-import contextlib
 import sys
 import types
 from typing import TYPE_CHECKING, Callable, TextIO
 
 from dyndbg.engine.stop import Stop, StopReason, TraceEvent
-from dyndbg.ownframes import is_own_frame
 from dyndbg.ui import render
 from dyndbg.ui.breakpoint_commands import BreakpointCommands
 from dyndbg.ui.cache_commands import CacheCommands
 from dyndbg.ui.dynamo_commands import DynamoCommands
-from dyndbg.ui.history_commands import HistoryCommands, summarized_names
+from dyndbg.ui.history_commands import HistoryCommands
 from dyndbg.ui.host import Family, PastView, Reader
 from dyndbg.ui.looking import LookingCommands
 from dyndbg.ui.parsing import CommandError, expand_aliases, leading_word, split_commands
@@ -25,10 +22,10 @@ from dyndbg.ui.reader import (KernelReader, ScriptedReader, TerminalReader, in_k
 from dyndbg.ui.running import RunningCommands
 from dyndbg.ui.session_commands import SessionCommands
 from dyndbg.ui.stop_printer import StopPrinter
+from dyndbg.ui.stop_view import StopView
 from dyndbg.ui.style import Highlighter, wants_color
 from dyndbg.ui.terminal import PromptReader
 from dyndbg.ui.trace_commands import PROMPT, TraceCommands
-from dyndbg.ui.values import safe_repr
 
 # Commands that would run the program: post mortem, c and q end the session, the rest refuse.
 RUNNING_COMMANDS = {"step", "next", "nextline", "stepline", "return", "until", "continue",
@@ -50,7 +47,7 @@ def _line_terminal_io() -> tuple:
     return line_terminal_io()
 
 
-class Session:
+class Session(StopView):
 
     def __init__(self, out: TextIO, commands: list[str] | None = None,
                  no_color: bool = False, terminal_io: tuple | None = None) -> None:
@@ -165,7 +162,7 @@ class Session:
     def interact_trace(self, stop: TraceStop) -> None:
         """A stop while dynamo compiles (trace_commands.py); the stop in
         generated code being looked at, if any, is kept for after it."""
-        self.trace_stop = stop
+        previous, self.trace_stop = self.trace_stop, stop
         resumed, self._resumed = self._resumed, False
         try:
             if not self._greeted:
@@ -175,7 +172,7 @@ class Session:
             self.tracing.print_stop(stop)
             self._command_loop()
         finally:
-            self.trace_stop = None
+            self.trace_stop = previous
             self._resumed = resumed
 
     @property
@@ -214,121 +211,6 @@ class Session:
         """What the prompt completes: every command and alias of pdb's, and the user's."""
         return ([n[3:] for family in self.families for n in dir(family) if n.startswith("do_")]
                 + list(SPELLINGS) + list(self.settings.aliases))
-
-    # -- frames -------------------------------------------------------------------------
-    @staticmethod
-    def _frame_list(frame: types.FrameType) -> list[types.FrameType]:
-        """Frames from the script's top to `frame`, without dyndbg's own."""
-        frames = []
-        current: types.FrameType | None = frame
-        while current is not None:
-            if is_own_frame(current):
-                break
-            frames.append(current)
-            current = current.f_back
-        return frames[::-1]
-
-    @property
-    def frame(self) -> types.FrameType:
-        return self.frames[self.selected]
-
-    def frame_locals(self, frame: types.FrameType | None = None) -> dict:
-        """f_locals read once per stop: reading it again would undo assignments.
-        At a recorded point (and no frame named), the locals recorded there."""
-        if self.past is not None and frame is None:
-            seq = self.past.record.seq
-            if self._past_locals is None or self._past_locals[0] != seq:
-                self._past_locals = (seq, self.past.record.locals())
-            return self._past_locals[1]
-        frame = frame or self.frame
-        cached = self._locals.get(id(frame))
-        if cached is None:
-            cached = self._locals[id(frame)] = frame.f_locals
-        return cached
-
-    def traceback_lasti(self, frame: types.FrameType) -> int | None:
-        """Post mortem: the frame's instruction as the traceback gives it (it has unwound)."""
-        if self.stop is None or not self.stop.frames:
-            return None
-        return next((lasti for f, lasti in self.stop.frames if f is frame), None)
-
-    def frame_stack(self) -> tuple[list[object] | None, str]:
-        """The value stack of the selected frame, or None and why not."""
-        assert self.stop is not None
-        if self.past is not None:
-            return list(self.past.record.stack), self.past.note()
-        frame = self.frame
-        if frame is self.stop.frame:
-            return self.stop.stack, self.stop.stack_note
-        if self.engine.registry.is_generated(frame.f_code):
-            if self.stop.frames is not None:  # post mortem: the frame has unwound
-                return None, "not recorded for this frame (it has finished)"
-            stack = self.engine.snapshots.suspended(frame)
-            if stack is not None:
-                return stack, "what the frame holds while suspended in the call its current instruction makes"
-            return None, "not readable for this frame"
-        return None, "not a dynamo-generated frame; its stack is not tracked"
-
-    # -- evaluation -----------------------------------------------------------------------
-    def namespace(self) -> collections.ChainMap:
-        """The selected frame's locals (writes go there), then __stack__,
-        __frame__ and __exception__; while dynamo compiles, the symbolic ones
-        (SymbolicState.namespace)."""
-        if self.trace_stop is not None:
-            return collections.ChainMap({}, self.trace_stop.state.namespace())
-        stack, _ = self.frame_stack()
-        assert self.stop is not None
-        exc = self.stop.exception if self.past is None else None
-        extras = {"__stack__": list(stack) if stack is not None else [],
-                  "__frame__": self.frame if self.past is None else None,
-                  # as pdb: (type, value) while stopped at an exception
-                  "__exception__": None if exc is None else (type(exc), exc)}
-        return collections.ChainMap(self.frame_locals(), extras)
-
-    def frame_globals(self) -> dict:
-        """The module globals expressions see (a recorded point's: its frame's module)."""
-        if self.trace_stop is not None:
-            return self.trace_stop.state.globals()
-        return self.past.record.globals if self.past is not None else self.frame.f_globals
-
-    def reading(self) -> contextlib.AbstractContextManager:
-        """Around running an expression: at a stop while dynamo compiles, one
-        that cannot realize what dynamo has not (SymbolicState.read_only)."""
-        return self.trace_stop.state.read_only() if self.trace_stop is not None else \
-            contextlib.nullcontext()
-
-    def evaluate(self, expression: str) -> object:
-        namespace = self.namespace()
-        try:
-            with self.reading():
-                return eval(expression, self.frame_globals(), namespace)
-        except Exception as error:
-            summarized = summarized_names(expression, namespace) if self.past else ""
-            if summarized:
-                raise type(error)(f"{error} ({summarized})") from None
-            raise
-
-    def run_python(self, source: str) -> None:
-        try:
-            code = compile(source + "\n", "<dyndbg>", "single")
-        except (SyntaxError, ValueError):  # ValueError: NUL bytes
-            self.error(f"unknown command or invalid Python: {source!r} (try 'help')")
-            return
-        saved = sys.stdout, sys.displayhook
-        try:
-            sys.stdout = self.out
-            sys.displayhook = self._displayhook
-            with self.reading():
-                exec(code, self.frame_globals(), self.namespace())
-        except Exception as error:  # noqa: BLE001 - user code
-            self.error(f"{type(error).__name__}: {error}")
-        finally:
-            sys.stdout, sys.displayhook = saved
-
-    def _displayhook(self, value: object) -> None:
-        # Like pdb's: print the value without touching builtins._
-        if value is not None:
-            self.write(safe_repr(value))
 
     # -- parsing ---------------------------------------------------------------------------
     def onecmd(self, line: str) -> None:

@@ -111,7 +111,7 @@ class StopPrinter:
         if trace_stop is not None:
             state = trace_stop.state
             return (f" compile {trace_stop.trace_id} | {state.code.co_name} line {state.line} | "
-                    f"depth {state.depth} | symbolic stack {len(state.tx.stack)} | compile time ")
+                    f"depth {state.depth} | symbolic stack {state.stack_size()} | compile time ")
         stop = session.stop
         if stop is None:
             return ""

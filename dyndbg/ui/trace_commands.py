@@ -12,8 +12,8 @@ import linecache
 import os
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from dyndbg.dynamo.symbolic_trace import SymbolicValue, TracePoint
-from dyndbg.dynamo.symbolic_values import describe, is_variable_tracker
+from dyndbg.dynamo.symbolic_trace import TracePoint
+from dyndbg.dynamo.symbolic_values import SymbolicValue, describe, is_variable_tracker
 from dyndbg.engine.trace_stepping import TraceStep, TraceStop
 from dyndbg.ui.host import Family, Host
 from dyndbg.ui.parsing import CommandError
@@ -33,7 +33,8 @@ class TraceCommands:
 
     def __init__(self, host: Host) -> None:
         self.host = host
-        self._seen_nodes: set[str] = set()       # the graph's nodes at the last stop
+        # the graph at the last stop: which one, and its nodes' names
+        self._seen: tuple[tuple[str, int] | None, set[str]] = (None, set())
 
     @property
     def stop(self) -> TraceStop:
@@ -78,7 +79,7 @@ class TraceCommands:
         place = f"{os.path.basename(where.filename)}:{where.line}"
         depth = f" (inlined, depth {state.depth})" if state.depth else ""
         prologue = " (resume prologue)" if state.prologue else ""
-        tag = f"[compile {stop.trace_id}]"
+        tag = stop.tag
         caught = ", ".join(f"{'catchpoint' if bp.kind == 'catch' else 'breakpoint'} "
                            f"{bp.number}" for bp in stop.breakpoints)
         caught = f" ({caught})" if caught else ""
@@ -89,6 +90,10 @@ class TraceCommands:
             write("  reason: " + stop.reason.summary)
             for line in stop.reason.details:
                 write("    " + line)
+            if stop.reason.user_stack and stop.reason.where != place:
+                # decided in a call dynamo inlined: the stop is at the frame's call of it
+                write(f"  in {stop.reason.user_stack[-1].name} at {stop.reason.where}: "
+                      f"{stop.reason.source}")
         write(f"{'  ' if event else tag + ' '}{place} in {where.function}{depth}{prologue}"
               f"{'' if event else caught}")
         source = linecache.getline(where.filename, where.line or 0).rstrip()
@@ -103,9 +108,14 @@ class TraceCommands:
     def new_stop(self) -> None:
         """Remember the graph as it was, so `graph` marks what the next stop added."""
         try:
-            self._seen_nodes = {n.name for n in self.state.graph_nodes()}
+            self._seen = (self._graph_key(), {n.name for n in self.state.graph_nodes()})
         except CommandError:
-            self._seen_nodes = set()
+            self._seen = (None, set())
+
+    def _graph_key(self) -> tuple[str, int]:
+        """Which graph: a restart's attempt or another compile builds a new
+        one, whose node names repeat the old one's."""
+        return self.stop.trace_id, self.state.graph_id()
 
     # -- running dynamo --------------------------------------------------------------------
     def _resume(self, kind: TraceStep) -> None:
@@ -183,12 +193,14 @@ class TraceCommands:
             raise CommandError("at a compile-time stop, `graph` shows the graph being built "
                                "(graph N once it is compiled)")
         nodes = self.state.graph_nodes()
-        added = [n for n in nodes if n.name not in self._seen_nodes]
+        key, names = self._seen
+        seen = names if key == self._graph_key() else set()
+        added = [n for n in nodes if n.name not in seen]
         self.host.write(f"graph so far, {len(nodes)} node{'s' if len(nodes) != 1 else ''}"
                         f" ({len(added)} added since the last stop):")
         width = max((len(n.name) for n in nodes), default=0)
         for node in nodes:
-            mark = "+" if node.name not in self._seen_nodes else " "
+            mark = "+" if node.name not in seen else " "
             self.host.write(f"  {mark} {node.name:<{width}}  {node.op:<13} {node.target}"
                             + (f"  {node.value}" if node.value else "")
                             + (f"  {node.place}" if node.place else ""))
@@ -198,7 +210,8 @@ class TraceCommands:
         The guards dynamo has installed so far, each with the line of your
         code that installed it (torch: none of yours)."""
         guards = self.state.guards()
-        self.host.write(f"guards so far: {len(guards)}")
+        self.host.write(f"guards so far: {len(guards)} (dynamo's; the symbolic-shape guards are "
+                        "made at the end of the compile)")
         kind = max((len(g.kind) for g in guards), default=0)
         source = max((len(g.source) for g in guards), default=0)
         for guard in guards:
@@ -250,17 +263,21 @@ def trace_event(stop: TraceStop, caught: str = "") -> str:
     if stop.point is TracePoint.START:
         return f"dynamo starts tracing {function}{caught}"
     if stop.point is TracePoint.GRAPH_BREAK:
-        nodes = len(state.graph_nodes())
         return (f"graph break in {function}: dynamo compiles the graph so far "
-                f"({nodes} node{'s' if nodes != 1 else ''}) and resumes after it")
+                f"({_nodes(state)})")
     if stop.point is TracePoint.RESTART:
-        return (f"restart: dynamo rolls back its speculation and traces "
-                f"{state.root.f_code.co_name} again from its first instruction")
+        return (f"restart ({stop.cause}): dynamo drops this attempt at tracing "
+                f"{state.root_function} and traces it again from its first instruction "
+                "(unless it has restarted too often)")
     if stop.point is TracePoint.RETURN:
-        nodes = len(state.graph_nodes())
         return (f"return: dynamo reached the end of {function} and compiles its graph "
-                f"({nodes} node{'s' if nodes != 1 else ''})")
+                f"({_nodes(state)})")
     return ""
+
+
+def _nodes(state: SymbolicState) -> str:
+    count = len(state.graph_nodes())
+    return f"{count} node{'s' if count != 1 else ''} as built, inputs included"
 
 
 def _value_line(value: SymbolicValue) -> str:
