@@ -15,6 +15,7 @@ from dyndbg.ui.values import exception_text
 
 if TYPE_CHECKING:
     from dyndbg.dap.hub import Hub
+    from dyndbg.ui.session import Session
 
 # Debug-console commands that would change what the client believes about
 # the program (where it is, its breakpoints): the client's own buttons do these.
@@ -78,12 +79,7 @@ class StopRequests:
             if past is not None and frame is stop.frame:
                 continue
             frames.append(self._describe(index, frame))
-        start = arguments.get("startFrame") or 0
-        levels = arguments.get("levels") or 0
-        if not isinstance(start, int) or not isinstance(levels, int) or start < 0 or levels < 0:
-            raise RequestError("startFrame and levels must be integers of 0 or more")
-        shown = frames[start:start + levels] if levels else frames[start:]
-        return {"stackFrames": shown, "totalFrames": len(frames)}
+        return stack_trace(frames, arguments)
 
     def _describe(self, index: int, frame: types.FrameType) -> dict:
         engine = self.requests.engine
@@ -137,15 +133,7 @@ class StopRequests:
 
     def r_variables(self, arguments: dict) -> dict:
         self.requests.checked_stop()
-        ref = arguments.get("variablesReference")
-        start, count = arguments.get("start") or 0, arguments.get("count") or 0
-        if not (isinstance(ref, int) and isinstance(start, int) and isinstance(count, int)):
-            raise RequestError("variablesReference, start and count must be integers")
-        try:
-            return {"variables": self.refs.variables(ref, start, count)}
-        except StaleReference:
-            raise RequestError(f"no variables reference {ref} at this stop (references die "
-                               "when the program runs on)") from None
+        return variables_of(self.refs, arguments, "when the program runs on")
 
     # -- evaluation -------------------------------------------------------------------------
     def r_evaluate(self, arguments: dict) -> dict:
@@ -155,30 +143,10 @@ class StopRequests:
         self.select(arguments.get("frameId"))
         context = arguments.get("context") or "repl"
         if context == "repl":
-            return self._console(expression)
-        try:
-            if context == "hover":
-                session = self.session
-                value = hover_value(expression, session.namespace(), session.frame_globals())
-            else:
-                value = self.session.evaluate(expression)
-        except NotHoverable as why:
-            raise RequestError(str(why)) from None
-        except Exception as error:  # noqa: BLE001 - the user's expression
-            raise RequestError(f"{type(error).__name__}: {exception_text(error)}") from None
-        shown = variable("", value, self.refs)
+            return console(self.requests, expression)
+        shown = variable("", evaluated(self.session, expression, context), self.refs)
         return {"result": shown["value"], "type": shown.get("type", ""),
                 "variablesReference": shown["variablesReference"]}
-
-    def _console(self, line: str) -> dict:
-        """The debug console: dyndbg's inspection commands, or Python."""
-        command, word = self.session.parse_command(line.strip()) if line.strip() else (None, "")
-        if command is not None:
-            why = console_refusal(command.__name__[3:], word)
-            if why is not None:
-                raise RequestError(why)
-        text = self.requests.capture(line, typed=True)   # the rest (;;, aliases) checked there
-        return {"result": text, "variablesReference": 0}
 
     def r_exceptionInfo(self, arguments: dict) -> dict:
         stop = self.requests.checked_stop()
@@ -278,6 +246,57 @@ class StopRequests:
 
     def r_dyndbg_why(self, arguments: dict) -> dict:
         return self._view("why", arguments)
+
+
+def stack_trace(frames: list[dict], arguments: dict) -> dict:
+    """A `stackTrace` request's answer: the frames it asks for (startFrame,
+    levels), innermost first."""
+    start = arguments.get("startFrame") or 0
+    levels = arguments.get("levels") or 0
+    if not isinstance(start, int) or not isinstance(levels, int) or start < 0 or levels < 0:
+        raise RequestError("startFrame and levels must be integers of 0 or more")
+    shown = frames[start:start + levels] if levels else frames[start:]
+    return {"stackFrames": shown, "totalFrames": len(frames)}
+
+
+def variables_of(refs: References, arguments: dict, dying: str) -> dict:
+    """A `variables` request's answer from the stop's references (which die
+    `dying`)."""
+    ref = arguments.get("variablesReference")
+    start, count = arguments.get("start") or 0, arguments.get("count") or 0
+    if not (isinstance(ref, int) and isinstance(start, int) and isinstance(count, int)):
+        raise RequestError("variablesReference, start and count must be integers")
+    try:
+        return {"variables": refs.variables(ref, start, count)}
+    except StaleReference:
+        raise RequestError(f"no variables reference {ref} at this stop (references die "
+                           f"{dying})") from None
+
+
+def evaluated(session: Session, expression: str, context: str) -> object:
+    """An `evaluate` request's value: a hover reads names and attributes
+    without running the program's code; watch and the rest evaluate."""
+    try:
+        if context == "hover":
+            return hover_value(expression, session.namespace(), session.frame_globals())
+        return session.evaluate(expression)
+    except NotHoverable as why:
+        raise RequestError(str(why)) from None
+    except Exception as error:  # noqa: BLE001 - the user's expression
+        raise RequestError(f"{type(error).__name__}: {exception_text(error)}") from None
+
+
+def console(requests: Hub, line: str) -> dict:
+    """The debug console: the session's commands as at the prompt (those that
+    move the program refused), or Python."""
+    session = requests.session
+    command, word = session.parse_command(line.strip()) if line.strip() else (None, "")
+    if command is not None:
+        why = console_refusal(command.__name__[3:], word)
+        if why is not None:
+            raise RequestError(why)
+    text = requests.capture(line, typed=True)   # the rest (;;, aliases) checked there
+    return {"result": text, "variablesReference": 0}
 
 
 def console_refusal(name: str, word: str) -> str | None:

@@ -17,16 +17,14 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Sequence
 
-from dyndbg.dap.hover import NotHoverable, hover_value
 from dyndbg.dap.protocol import RequestError
-from dyndbg.dap.stop_requests import console_refusal
-from dyndbg.dap.variables import References, StaleReference, variable
+from dyndbg.dap.stop_requests import console, evaluated, stack_trace, variables_of
+from dyndbg.dap.variables import References, variable
 from dyndbg.dynamo.symbolic_trace import SymbolicState, TracePoint
 from dyndbg.dynamo.symbolic_values import describe, is_variable_tracker
 from dyndbg.engine.recording.recorded_values import Summary
 from dyndbg.engine.trace_stepping import TraceStep, TraceStop
 from dyndbg.ui.trace_commands import trace_event
-from dyndbg.ui.values import exception_text
 
 if TYPE_CHECKING:
     from dyndbg.dap.hub import Hub
@@ -187,12 +185,7 @@ class TraceRequests:
                 "name": f"{where.function} [compile {stop.trace_id}{inlined}]"}
             frame.update(self.requests.code.file_source(where.filename))
             frames.append(frame)
-        start = arguments.get("startFrame") or 0
-        levels = arguments.get("levels") or 0
-        if not isinstance(start, int) or not isinstance(levels, int) or start < 0 or levels < 0:
-            raise RequestError("startFrame and levels must be integers of 0 or more")
-        shown = frames[start:start + levels] if levels else frames[start:]
-        return {"stackFrames": shown, "totalFrames": len(frames)}
+        return stack_trace(frames, arguments)
 
     # -- scopes and variables ----------------------------------------------------------------
     def r_scopes(self, arguments: dict) -> dict:
@@ -214,15 +207,7 @@ class TraceRequests:
 
     def r_variables(self, arguments: dict) -> dict:
         self.checked_stop()
-        ref = arguments.get("variablesReference")
-        start, count = arguments.get("start") or 0, arguments.get("count") or 0
-        if not (isinstance(ref, int) and isinstance(start, int) and isinstance(count, int)):
-            raise RequestError("variablesReference, start and count must be integers")
-        try:
-            return {"variables": self.refs.variables(ref, start, count)}
-        except StaleReference:
-            raise RequestError(f"no variables reference {ref} at this stop (references die "
-                               "when dynamo goes on)") from None
+        return variables_of(self.refs, arguments, "when dynamo goes on")
 
     # -- evaluation ------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -244,32 +229,14 @@ class TraceRequests:
         context = arguments.get("context") or "repl"
         with self._looking_at(state):
             if context == "repl":
-                return self._console(expression)
-            try:
-                if context == "hover":
-                    value = hover_value(expression, self.session.namespace(),
-                                        self.session.frame_globals())
-                else:
-                    value = self.session.evaluate(expression)
-            except NotHoverable as why:
-                raise RequestError(str(why)) from None
-            except Exception as error:  # noqa: BLE001 - the user's expression
-                raise RequestError(f"{type(error).__name__}: {exception_text(error)}") from None
+                return console(self.requests, expression)
+            value = evaluated(self.session, expression, context)
         if is_variable_tracker(value):   # as `stack` and `locals` show it, never realized
             shown = describe(value)
             return {"result": shown.line(), "type": shown.kind, "variablesReference": 0}
         result = variable("", value, self.refs)
         return {"result": result["value"], "type": result.get("type", ""),
                 "variablesReference": result["variablesReference"]}
-
-    def _console(self, line: str) -> dict:
-        """The debug console: the prompt's compile-time commands, or Python."""
-        command, word = self.session.parse_command(line.strip()) if line.strip() else (None, "")
-        if command is not None:
-            why = console_refusal(command.__name__[3:], word)
-            if why is not None:
-                raise RequestError(why)
-        return {"result": self.requests.capture(line, typed=True), "variablesReference": 0}
 
     def _view(self, command: str, arguments: dict) -> dict:
         self.checked_stop()
