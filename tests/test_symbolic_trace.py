@@ -155,7 +155,7 @@ def test_trace_breakpoint_in_an_inlined_function_then_return_and_bad_input(tmp_p
     says so in one line."""
     run = run_dyndbg(PROGRAM, [f"b --trace traced_compiles.py:{SCALE_LINE}", "c", "where",
                                "cache", "graph 2", "catch trace a b", "b --trace nowhere",
-                               "p len(__stack__) >= 0", "r", "where", "c"],
+                               "p len(__stack__) >= 0", "r", "where", "nl", "c"],
                      tmp_path)
     text = run.transcript
     assert run.returncode == 0, run.stderr + text[-3000:]
@@ -180,6 +180,10 @@ def test_trace_breakpoint_in_an_inlined_function_then_return_and_bad_input(tmp_p
                                        r"torch_dynamo_resume_in_f_at_\d+$", back[0]), back
     assert steps[9][1] == [f"> torch_dynamo_resume_in_f_at_{PRINT_LINE} at "
                            f"traced_compiles.py:{RELU_LINE}  (InstructionTranslator)"]
+    # nl: over the rest of the line (relu, the store) to the next one
+    command, moved = steps[10]
+    assert command == "nl" and re.match(rf"\[compile \d+/0\] traced_compiles\.py:{IF_LINE} in "
+                                        r"torch_dynamo_resume_in_f_at_\d+$", moved[0]), moved
 
 
 def _made(stdout: str) -> dict:

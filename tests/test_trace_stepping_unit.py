@@ -70,8 +70,18 @@ def test_take_counts_hits_then_applies_condition_ignore_and_temporary():
 class _State:
     """What _mode_stops reads of a SymbolicState."""
 
-    def __init__(self, depth: int) -> None:
-        self.depth = depth
+    def __init__(self, depth: int, tx: object = None, line: int | None = None,
+                 prologue: bool = False) -> None:
+        self.depth, self.tx, self.line, self._prologue = depth, tx, line, prologue
+
+    def in_prologue(self) -> bool:
+        return self._prologue
+
+
+def _stepper(kind: TraceStep, depth: int, tx: object = None, line: int | None = None):
+    stepper = TraceStepper(BreakpointTable(), types.SimpleNamespace(), lambda *a: None)
+    stepper.mode = TraceMode(kind, depth, "1/0", line, tx)
+    return stepper
 
 
 @pytest.mark.parametrize("kind, from_depth, at_depth, stops", [
@@ -81,7 +91,25 @@ class _State:
     (TraceStep.RETURN, 1, 0, True), (TraceStep.CONTINUE, 0, 0, False),
 ])
 def test_step_modes_by_inlining_depth(kind, from_depth, at_depth, stops):
-    stepper = TraceStepper(BreakpointTable(), types.SimpleNamespace(), lambda *a: None)
-    stepper.mode = TraceMode(kind, from_depth, "1/0")
+    stepper = _stepper(kind, from_depth)
     assert stepper._mode_stops(_State(at_depth), "1/0") is stops
-    assert stepper._mode_stops(_State(at_depth), "2/0") is False 
+    assert stepper._mode_stops(_State(at_depth), "2/0") is False   # another compile: never
+
+
+FRAME, CALLEE = object(), object()
+
+
+@pytest.mark.parametrize("kind, state, stops", [
+    # the same function: on at its line, stop at another
+    (TraceStep.NEXT_LINE, _State(0, FRAME, 18), False),
+    (TraceStep.NEXT_LINE, _State(0, FRAME, None), False),
+    (TraceStep.NEXT_LINE, _State(0, FRAME, 19), True),
+    # a call dynamo inlines: through it (nextline), or at its body's first line (stepline)
+    (TraceStep.NEXT_LINE, _State(1, CALLEE, 11), False),
+    (TraceStep.STEP_LINE, _State(1, CALLEE, 10, prologue=True), False),
+    (TraceStep.STEP_LINE, _State(1, CALLEE, 11), True),
+    # back in the caller
+    (TraceStep.NEXT_LINE, _State(-1, object(), 5), True),
+])
+def test_line_steps(kind, state, stops):
+    assert _stepper(kind, 0, FRAME, 18)._mode_stops(state, "1/0") is stops

@@ -14,6 +14,9 @@ from typing import Iterable
 # event; RESUME itself gets no opcode or INSTRUCTION event (measured on
 # 3.11-3.13), so no stop can happen there; nor before it (first_traced).
 SILENT_OPNAMES = frozenset({"RESUME"})
+# A function's first instructions, before its body, on its `def` line: a
+# line step into a call goes on over them to the body's first line.
+PROLOGUE_OPNAMES = frozenset({"RESUME", "COPY_FREE_VARS", "MAKE_CELL", "NOP"})
 
 
 def first_traced(instructions: Iterable[dis.Instruction]) -> int:

@@ -80,8 +80,6 @@ class DapFrontend:
         generated code is, until a request steps dynamo on or continues."""
         if self.channel is None or self.engine.detached:
             return   # no client: no stop
-        if self.requests.tracing.steps_on(stop):
-            return   # a line step goes on over the rest of its line
         self._hold(lambda: self.requests.trace_stopped(stop))
 
     def _hold(self, announce: Callable[[], None]) -> None:

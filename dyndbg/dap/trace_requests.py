@@ -15,7 +15,7 @@ sense for generated code (disassemble, stepping back, exception info,
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from dyndbg.dap.protocol import RequestError
 from dyndbg.dap.stop_requests import console, evaluated, stack_trace, variables_of
@@ -35,9 +35,9 @@ if TYPE_CHECKING:
 FRAME_IDS = 1 << 30
 MAX_FRAME_ID = 0x7FFFFFFF
 PREFIX = "compile time: "
-# A function's first instructions, before its body (at the `def` line): a
-# line step into a call goes on over them, as into a call in generated code.
-PROLOGUE = {"RESUME", "COPY_FREE_VARS", "MAKE_CELL", "NOP"}
+
+# next and stepIn step by line unless the client asks for granularity "instruction".
+BY_LINE = {TraceStep.NEXT: TraceStep.NEXT_LINE, TraceStep.STEP: TraceStep.STEP_LINE}
 
 # Requests about generated code, refused at a compile-time stop: why.
 NO_GENERATED_CODE = "no generated code runs yet"
@@ -77,12 +77,6 @@ def stop_text(stop: TraceStop) -> tuple[str, str | None]:
     return PREFIX + event, text
 
 
-class _LineStep(NamedTuple):
-    kind: TraceStep
-    where: tuple[str, int, int]   # compile id, attempt, id() of the translator stepped in
-    line: int | None              # the line it started on
-
-
 class TraceRequests:
     def __init__(self, requests: "Hub", refs: References) -> None:
         self.requests = requests
@@ -90,7 +84,6 @@ class TraceRequests:
         self._frame_ids: dict[int, int] = {}   # DAP frame id -> level (0: the compiled frame)
         self._next_frame_id = FRAME_IDS
         self._stepped_in: str | None = None    # the compile the last trace stop stepped
-        self._line_step: _LineStep | None = None
 
     @property
     def session(self):
@@ -127,27 +120,6 @@ class TraceRequests:
         if stop.breakpoints or stepped != stop.compile_id:
             return "breakpoint"
         return "step"
-
-    def steps_on(self, stop: TraceStop) -> bool:
-        """A line step (next, stepIn without granularity "instruction") goes
-        on over this stop, dynamo stepped on without telling the client: an
-        instruction of the line it started on, in the same function, or the
-        prologue of a call it stepped into."""
-        step, self._line_step = self._line_step, None
-        state = stop.state
-        if step is None or stop.breakpoints or stop.point is not TracePoint.INSTRUCTION or \
-                (stop.compile_id, stop.attempt) != step.where[:2]:
-            return False
-        if id(state.tx) == step.where[2]:
-            if state.line not in (None, step.line):
-                return False
-        else:   # stepped into a call dynamo inlines: to its first line of its body
-            instr = state.instruction()
-            if instr is None or instr.opname not in PROLOGUE:
-                return False
-        self._line_step = step
-        self.requests.engine.trace.set_mode(step.kind, stop)
-        return True
 
     # -- frames ----------------------------------------------------------------------------
     def _frame_id(self, level: int) -> int:
@@ -266,11 +238,8 @@ class TraceRequests:
         except Exception:  # noqa: BLE001 - the marks only: dynamo goes on all the same
             pass
         self._stepped_in = None if kind is TraceStep.CONTINUE else stop.compile_id
-        self._line_step = None
         if arguments is not None and arguments.get("granularity") != "instruction":
-            state = stop.state
-            self._line_step = _LineStep(kind, (stop.compile_id, stop.attempt, id(state.tx)),
-                                        state.line)
+            kind = BY_LINE.get(kind, kind)
         self.requests.engine.trace.set_mode(kind, stop)
 
     def r_continue(self, arguments: dict) -> dict:

@@ -19,6 +19,7 @@ import os
 import types
 from typing import Any, Iterator, NamedTuple
 
+from dyndbg.cpython.opcodes import PROLOGUE_OPNAMES
 from dyndbg.dynamo import graphs, versions
 from dyndbg.dynamo.symbolic_values import (SymbolicValue, UserInstruction, describe, guard_kind,
                                            line_of, node_target, source_name, user_instruction,
@@ -129,6 +130,11 @@ class SymbolicState:
             return False
         this = line_of(self.tx.instructions[ip])
         return this is not None and (ip == 0 or line_of(self.tx.instructions[ip - 1]) != this)
+
+    def in_prologue(self) -> bool:
+        """The instruction is one of a function's first, before its body."""
+        instr = self.instruction()
+        return instr is not None and instr.opname in PROLOGUE_OPNAMES
 
     @property
     def prologue(self) -> bool:

@@ -36,12 +36,21 @@ class TraceStep(enum.Enum):
     STEP = "step"            # the next instruction dynamo interprets, inlined calls included
     NEXT = "next"            # the next one at this depth or shallower (over inlined calls)
     RETURN = "return"        # the next one shallower: the traced or inlined function is done
+    NEXT_LINE = "nextline"   # the next of the user's lines in this function, or its caller's
+    STEP_LINE = "stepline"   # as NEXT_LINE, or the first line of a call dynamo inlines
 
 
 class TraceMode(NamedTuple):
     kind: TraceStep = TraceStep.CONTINUE
-    depth: int = 0            # NEXT, RETURN: the depth stepped from
+    depth: int = 0            # the depth stepped from
     compile_id: str = ""      # the compile being stepped
+    line: int | None = None   # NEXT_LINE, STEP_LINE: the line stepped from
+    tx: Any = None            # NEXT_LINE, STEP_LINE: the translator stepped in
+
+    @property
+    def into_calls(self) -> bool:
+        """Stops in a call dynamo inlines (whose translator must be watched)."""
+        return self.kind in (TraceStep.STEP, TraceStep.STEP_LINE)
 
 
 class TraceStop(NamedTuple):
@@ -134,7 +143,7 @@ class TraceStepper:
 
     def set_mode(self, kind: TraceStep, stop: TraceStop) -> None:
         state = stop.state
-        self.mode = TraceMode(kind, state.depth, stop.compile_id)
+        self.mode = TraceMode(kind, state.depth, stop.compile_id, state.line, state.tx)
         if kind is not TraceStep.CONTINUE:
             self.hooks.watch_chain(state.tx)   # every level it may stop in next
 
@@ -150,7 +159,7 @@ class TraceStepper:
                 return True
             if catches or cid in self._stopped_in:
                 return True
-        elif self.mode.kind is TraceStep.STEP and self.mode.compile_id == cid:
+        elif self.mode.into_calls and self.mode.compile_id == cid:
             return True
         return self._has_line_breakpoints(state.code.co_filename)
 
@@ -224,7 +233,13 @@ class TraceStepper:
             return True
         if mode.kind is TraceStep.NEXT:
             return state.depth <= mode.depth
-        return state.depth < mode.depth        # RETURN
+        if mode.kind is TraceStep.RETURN:
+            return state.depth < mode.depth
+        if state.depth < mode.depth or (state.tx is not mode.tx and state.depth == mode.depth):
+            return True                        # back in a caller (or a new attempt's frame)
+        if state.tx is mode.tx:
+            return state.line is not None and state.line != mode.line
+        return mode.kind is TraceStep.STEP_LINE and not state.in_prologue()
 
     def _stop(self, stop: TraceStop) -> None:
         self.mode = TraceMode()                # the front end sets the next one

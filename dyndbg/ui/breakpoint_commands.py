@@ -200,8 +200,9 @@ class BreakpointCommands:
         (exception; without it, exceptions stop only in frames being stepped
         or holding a breakpoint). trace: while dynamo compiles, when it starts
         tracing a function FUNC names (a glob, as `b` takes it; none: every
-        one): a first compile, a recompile, a resume function; then s, n, r,
-        stack, locals, graph, guards and where step and show dynamo's trace.
+        one): a first compile, a recompile, a resume function; then s, n, nl,
+        sl, r, stack, locals, graph, guards and where step and show dynamo's
+        trace.
         Listed, disabled and cleared like breakpoints."""
         event, _, rest = arg.strip().partition(" ")
         rest = rest.strip()

@@ -65,8 +65,8 @@ class TraceCommands:
 
         def refuse(arg: str) -> None:
             raise CommandError(f"{name}: dynamo is compiling; no generated code runs yet "
-                               "(at this stop: s, n, r, c, stack, locals, graph, guards, "
-                               "where, list, p, break)")
+                               "(at this stop: s, n, nl, sl, r, c, stack, locals, graph, "
+                               "guards, where, list, p, break)")
         refuse.__name__ = found.__name__
         refuse.__doc__ = found.__doc__
         return refuse
@@ -138,6 +138,22 @@ class TraceCommands:
         self._resume(TraceStep.NEXT)
 
     do_n = do_ni = do_nexti = do_next
+
+    def do_nextline(self, arg: str) -> None:
+        """nextline | nl
+        Let dynamo interpret up to the next of your lines in this function
+        (or its caller's, once it returns); calls it inlines are traced
+        through."""
+        self._resume(TraceStep.NEXT_LINE)
+
+    do_nl = do_nextline
+
+    def do_stepline(self, arg: str) -> None:
+        """stepline | sl
+        As nextline, also stopping at the first line of a call dynamo inlines."""
+        self._resume(TraceStep.STEP_LINE)
+
+    do_sl = do_stepline
 
     def do_return(self, arg: str) -> None:
         """r(eturn)
