@@ -5,9 +5,9 @@ The stack trace is dynamo's inlining stack (the frame being compiled, then
 each call it inlines, innermost first as DAP wants), each frame at the
 user's file and line; its scopes are the symbolic stack and locals (each
 VariableTracker as `stack` and `locals` print it) and the graph built so
-far. continue, next, stepIn and stepOut step dynamo as c, n, s and r do at
-the prompt, next and stepIn by line unless the client asks for granularity
-"instruction"; the debug console runs the prompt's compile-time commands
+far. continue, next, stepIn and stepOut step dynamo as c, nl, sl and r do
+at the prompt (next and stepIn as n and s with granularity "instruction");
+the debug console runs the prompt's compile-time commands
 and Python against the selected frame's symbolic locals. What only makes
 sense for generated code (disassemble, stepping back, exception info,
 `cache`, `why`) is refused with the reason.
