@@ -233,14 +233,10 @@ class TraceRequests:
         """Step dynamo on (c, n, s, r at the prompt); a step by line unless
         the client asks for granularity "instruction" (its disassembly)."""
         stop = self.checked_stop()
-        try:
-            self.session.tracing.new_stop()   # `graph` marks what the next stop added
-        except Exception:  # noqa: BLE001 - the marks only: dynamo goes on all the same
-            pass
         self._stepped_in = None if kind is TraceStep.CONTINUE else stop.compile_id
         if arguments is not None and arguments.get("granularity") != "instruction":
             kind = BY_LINE.get(kind, kind)
-        self.requests.engine.trace.set_mode(kind, stop)
+        self.session.tracing.step_on(kind)
 
     def r_continue(self, arguments: dict) -> dict:
         self._resume(TraceStep.CONTINUE)

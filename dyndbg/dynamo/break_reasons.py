@@ -31,6 +31,12 @@ class BreakReason(NamedTuple):
     text: str                                         # torch's whole reason
     user_stack: tuple[traceback.FrameSummary, ...]    # innermost last
 
+    @classmethod
+    def of(cls, reason: object) -> BreakReason:
+        """Torch's GraphCompileReason, as read here."""
+        return cls(str(getattr(reason, "reason", "")),
+                   tuple(getattr(reason, "user_stack", ()) or ()))
+
     @property
     def summary(self) -> str:
         """The first line: the graph-break type (or the whole reason on old torch)."""
@@ -90,5 +96,4 @@ def since(start: int) -> tuple[BreakReason, ...]:
         return ()
     if start > len(reasons):
         start = 0
-    return tuple(BreakReason(str(getattr(r, "reason", "")), tuple(getattr(r, "user_stack", ()) or ()))
-                 for r in reasons[start:] if getattr(r, "graph_break", True))
+    return tuple(BreakReason.of(r) for r in reasons[start:] if getattr(r, "graph_break", True))

@@ -29,6 +29,8 @@ import traceback
 import types
 from typing import NamedTuple
 
+from dyndbg.dynamo.symbolic_values import guard_kind
+
 _CONVERT_FRAME = os.path.join("_dynamo", "convert_frame.py")
 _COMPILER = "_compile_inner"
 
@@ -42,8 +44,12 @@ class GuardStack(NamedTuple):
 
     def last_line(self) -> str:
         """`file.py:12` of the innermost frame, as `guards` shows an origin."""
-        frame = self.user_stack[-1]
-        return f"{os.path.basename(frame.filename)}:{frame.lineno}"
+        return place_of(self.user_stack[-1])
+
+
+def place_of(frame: traceback.FrameSummary) -> str:
+    """`file.py:12`: a user frame, as `guards` shows a guard's origin."""
+    return f"{os.path.basename(frame.filename)}:{frame.lineno}"
 
 
 def guard_stacks(depth: int = 1) -> tuple[GuardStack, ...]:
@@ -67,11 +73,7 @@ def guard_stacks(depth: int = 1) -> tuple[GuardStack, ...]:
         stack = getattr(guard, "user_stack", None)
         if not stack:
             continue
-        create_fn = getattr(guard, "create_fn", None)
-        # A GuardBuilder method, or a functools.partial of one.
-        kind = getattr(create_fn, "__name__", None) or \
-            getattr(getattr(create_fn, "func", None), "__name__", "")
-        out.append(GuardStack(str(getattr(guard, "name", "")), str(kind), stack))
+        out.append(GuardStack(str(getattr(guard, "name", "")), guard_kind(guard), stack))
     return tuple(out)
 
 

@@ -267,13 +267,18 @@ def _tensor_meta(value: object) -> tuple[str | None, tuple | None, str]:
     return None, None, type(value).__name__
 
 
+def short_type(value: object) -> str:
+    """`f32[3, s17]` for a (fake) tensor, as FX prints it; else the value's kind."""
+    dtype, shape, kind = _tensor_meta(value)
+    return Placeholder("", dtype, shape, kind).describe()
+
+
 def _describe_output(item: object) -> str:
     import torch.fx
 
     if not isinstance(item, torch.fx.Node):
         return repr(item)
-    dtype, shape, kind = _tensor_meta(_example(item))
-    return f"{item.name}: {Placeholder(item.name, dtype, shape, kind).describe()}"
+    return f"{item.name}: {short_type(_example(item))}"
 
 
 def _source_lines(graph: object) -> list[tuple[str, int]]:

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import os
 import types
 from typing import Any, Iterator, NamedTuple
 
 from dyndbg.cpython.opcodes import PROLOGUE_OPNAMES
 from dyndbg.dynamo import graphs, versions
+from dyndbg.dynamo.compile_context import place_of
 from dyndbg.dynamo.symbolic_values import (SymbolicValue, UserInstruction, describe, guard_kind,
                                            line_of, node_target, source_name, user_instruction,
                                            value_text)
@@ -80,17 +80,11 @@ class SymbolicState:
     @property
     def depth(self) -> int:
         """0 for the frame being compiled, 1 for a call it inlines, ..."""
-        depth, tx = 0, parent(self.tx)
-        while tx is not None:
-            depth, tx = depth + 1, parent(tx)
-        return depth
+        return len(_chain(self.tx)) - 1
 
     @property
     def root(self) -> Any:
-        tx = self.tx
-        while parent(tx) is not None:
-            tx = parent(tx)
-        return tx
+        return _chain(self.tx)[-1]
 
     @property
     def is_root(self) -> bool:
@@ -145,13 +139,8 @@ class SymbolicState:
         """One state per level of the inlining stack, the frame being compiled
         first, matching translators(): this one innermost, the callers each
         at the instruction they are interpreting (their inlined call)."""
-        chain = []
-        tx = self.tx
-        while tx is not None:
-            chain.append(tx)
-            tx = parent(tx)
         return [self if tx is self.tx else SymbolicState(tx, TracePoint.CALLING)
-                for tx in reversed(chain)]
+                for tx in reversed(_chain(self.tx))]
 
     def translators(self) -> list[TranslatorFrame]:
         """The inlining stack, the frame being compiled first."""
@@ -184,8 +173,9 @@ class SymbolicState:
         for guard in list(self.tx.output.guards):
             stack = getattr(guard, "user_stack", None)
             frame = stack[-1] if stack else None
-            place = f"{os.path.basename(frame.filename)}:{frame.lineno}" if frame else "torch"
-            out.append(GuardView(guard_kind(guard), str(source_name(guard.originating_source)),
+            place = place_of(frame) if frame else "torch"
+            out.append(GuardView(guard_kind(guard) or "?",
+                                 str(source_name(guard.originating_source)),
                                  place, (frame.line or "").strip() if frame else ""))
         return sorted(out, key=lambda g: (g.place == "torch", g.place, g.source, g.kind))
 
@@ -248,6 +238,15 @@ class WouldChangeTrace(Exception):
 def parent(tx: Any) -> Any:
     """The translator `tx` is inlined in; None for the frame being compiled."""
     return tx.__dict__.get("parent")
+
+
+def _chain(tx: Any) -> list[Any]:
+    """`tx`, the translator it is inlined in, and so on to the frame compiled."""
+    chain = []
+    while tx is not None:
+        chain.append(tx)
+        tx = parent(tx)
+    return chain
 
 
 def _next_instruction(tx: Any) -> Any:

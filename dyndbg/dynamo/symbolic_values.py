@@ -86,9 +86,11 @@ def source_name(source: Any) -> str:
 
 
 def guard_kind(guard: Any) -> str:
+    """The GuardBuilder method that makes a Guard ("TENSOR_MATCH"): its
+    create_fn, or the method a functools.partial wraps; "" if neither."""
     create_fn = getattr(guard, "create_fn", None)
-    return getattr(create_fn, "__name__", None) or \
-        getattr(getattr(create_fn, "func", None), "__name__", "") or "?"
+    return str(getattr(create_fn, "__name__", None) or
+               getattr(getattr(create_fn, "func", None), "__name__", ""))
 
 
 def node_target(node: Any) -> str:
@@ -109,8 +111,7 @@ def value_text(value: Any) -> str:
         return ""
     import torch
     if isinstance(value, torch.Tensor):
-        dtype, shape, kind = graphs._tensor_meta(value)
-        return graphs.Placeholder("", dtype, shape, kind).describe()
+        return graphs.short_type(value)
     if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         return f"{type(value).__name__} {value}"      # str() of a SymInt adds no guard
     if isinstance(value, (tuple, list)):
@@ -176,6 +177,4 @@ def _raw_text(value: Any) -> str:
         return f"{module}.{name}" if module and module != "builtins" else str(name)
     if isinstance(value, types.ModuleType):
         return f"module {value.__name__}"
-    if isinstance(value, torch.nn.Module):
-        return type(value).__name__
     return type(value).__name__

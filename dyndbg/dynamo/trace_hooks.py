@@ -155,9 +155,7 @@ class TraceHooks:
         if not self.installed or reason is None:
             return
         if getattr(reason, "graph_break", True):
-            self._deliver(SymbolicState(tx, TracePoint.GRAPH_BREAK),
-                          BreakReason(str(getattr(reason, "reason", "")),
-                                      tuple(getattr(reason, "user_stack", ()) or ())))
+            self._deliver(SymbolicState(tx, TracePoint.GRAPH_BREAK), BreakReason.of(reason))
         else:
             self._deliver(SymbolicState(tx, TracePoint.RETURN), None)
 

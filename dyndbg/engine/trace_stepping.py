@@ -47,6 +47,10 @@ class TraceMode(NamedTuple):
     line: int | None = None   # NEXT_LINE, STEP_LINE: the line stepped from
     tx: Any = None            # NEXT_LINE, STEP_LINE: the translator stepped in
 
+    def steps_in(self, cid: str) -> bool:
+        """Stepping, in the compile `cid`."""
+        return self.kind is not TraceStep.CONTINUE and self.compile_id == cid
+
     @property
     def into_calls(self) -> bool:
         """Stops in a call dynamo inlines (whose translator must be watched)."""
@@ -173,17 +177,14 @@ class TraceStepper:
                 self._pending = None
                 point = TracePoint.START
                 hits = self._take(pending.catchpoints, state)
-                if not hits and not self._mode_stops(state, cid):
-                    return
             else:
                 hits = self._line_hits(state)
-                if not hits and not self._mode_stops(state, cid):
-                    return
-        elif point is TracePoint.RETURN:
-            if self.mode.kind is TraceStep.CONTINUE or self.mode.compile_id != cid:
+            if not hits and not self._mode_stops(state, cid):
                 return
-        elif cid not in self._stopped_in and not (
-                self.mode.kind is not TraceStep.CONTINUE and self.mode.compile_id == cid):
+        elif point is TracePoint.RETURN:
+            if not self.mode.steps_in(cid):
+                return
+        elif cid not in self._stopped_in and not self.mode.steps_in(cid):
             return     # a graph break or restart in a compile not being debugged
         self._stop(TraceStop(point, SymbolicState(state.tx, point), cid, attempt, tuple(hits),
                              reason, cause))
@@ -227,7 +228,7 @@ class TraceStepper:
 
     def _mode_stops(self, state: SymbolicState, cid: str) -> bool:
         mode = self.mode
-        if mode.kind is TraceStep.CONTINUE or mode.compile_id != cid:
+        if not mode.steps_in(cid):
             return False
         if mode.kind is TraceStep.STEP:
             return True
@@ -243,18 +244,14 @@ class TraceStepper:
 
     def _stop(self, stop: TraceStop) -> None:
         self.mode = TraceMode()                # the front end sets the next one
-        if self.at_prompt or self._busy():
-            self.frontend.message(f"dyndbg: dynamo compiles {stop.state.root_function} "
-                                  f"[{stop.compile_id}] while the program is stopped: no "
-                                  "stop in that compile")
-            return
         # One thread in the engine at a time. Not waiting for another thread's
         # stop: this thread holds dynamo's compile lock, which that stop may
         # need (an expression there that compiles).
+        if self.at_prompt or self._busy():
+            self._no_stop(stop, "the program is")
+            return
         if not ENGINE_LOCK.acquire(blocking=False):
-            self.frontend.message(f"dyndbg: dynamo compiles {stop.state.root_function} "
-                                  f"[{stop.compile_id}] while another thread is stopped: no "
-                                  "stop in that compile")
+            self._no_stop(stop, "another thread is")
             return
         self._stopped_in.add(stop.compile_id)
         try:
@@ -263,6 +260,12 @@ class TraceStepper:
         finally:
             self.at_prompt = False
             ENGINE_LOCK.release()
+
+
+    def _no_stop(self, stop: TraceStop, who: str) -> None:
+        self.frontend.message(f"dyndbg: dynamo compiles {stop.state.root_function} "
+                              f"[{stop.compile_id}] while {who} stopped: no stop in that "
+                              "compile")
 
 
 def trace_line_target(spec: str) -> TraceLineTarget | None:

@@ -109,7 +109,7 @@ class TraceCommands:
         """Remember the graph as it was, so `graph` marks what the next stop added."""
         try:
             self._seen = (self._graph_key(), {n.name for n in self.state.graph_nodes()})
-        except CommandError:
+        except Exception:  # noqa: BLE001 - the marks only: dynamo steps on all the same
             self._seen = (None, set())
 
     def _graph_key(self) -> tuple[str, int]:
@@ -118,9 +118,14 @@ class TraceCommands:
         return self.stop.trace_id, self.state.graph_id()
 
     # -- running dynamo --------------------------------------------------------------------
-    def _resume(self, kind: TraceStep) -> None:
+    def step_on(self, kind: TraceStep) -> None:
+        """Let dynamo go on in mode `kind` once this stop ends (the prompt's
+        commands below, the editor's requests)."""
         self.new_stop()
         self.host.engine.trace.set_mode(kind, self.stop)
+
+    def _resume(self, kind: TraceStep) -> None:
+        self.step_on(kind)
         self.host.resume()
 
     def do_step(self, arg: str) -> None:
