@@ -45,7 +45,8 @@ def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untype
 
 
 # -- both cores ----------------------------------------------------------------------------
-# The tests that touch tracing, conditions and the history run once a core
+# The tests that touch tracing, conditions, the history and the stops while
+# dynamo compiles run once a core
 # where the compiled core was built (DYNDBG_CORE, inherited by the programs
 # they start); elsewhere once, on the Python core. The stacks: test_cores.py
 # reads every instruction's slots of the whole corpus with both readers and
@@ -53,7 +54,7 @@ def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untype
 # with the stop display, runs on the compiled core only: it is the suite's
 # longest file, and CI runs the suite on five Pythons).
 BOTH_CORES = {"test_history", "test_same_stops", "test_mechanisms", "test_tracing",
-              "test_threads", "test_conditions", "test_hostile"}
+              "test_threads", "test_conditions", "test_hostile", "test_compile_stop_invariants"}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

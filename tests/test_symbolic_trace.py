@@ -190,3 +190,37 @@ def _made(stdout: str) -> dict:
     import json
     line = next(line for line in stdout.splitlines() if line.startswith("made: "))
     return json.loads(line.removeprefix("made: "))
+
+
+CLOSURES = ROOT / "tests" / "programs" / "closure_builtin.py"
+CLOSURE_SOURCE = CLOSURES.read_text().splitlines()
+
+
+def test_a_closure_s_cells_show_what_they_hold_from_a_real_first_line(tmp_path):
+    """Issue 48's program: a free variable holding the builtin float, and one
+    the compiled frame stores to. Its compile stops first on COPY_FREE_VARS,
+    which has no line: the stop gives the `def` line and says it is before
+    the first; `locals` and `p` show each cell with what it holds, the
+    stored one as the program itself then reads it."""
+    plain = run_plain(CLOSURES)
+    def_fn = next(i for i, line in enumerate(CLOSURE_SOURCE, 1) if "def fn(x):" in line)
+    run = run_dyndbg(CLOSURES, ["locals", "p t", "where", "c", "c", "nl", "nl", "nl", "locals",
+                                "p count", "c"], tmp_path, options=["--catch-trace", "*"])
+    text = run.transcript
+    assert run.returncode == 0 and run.stdout == plain.stdout, run.stderr + text[-3000:]
+    assert f"  closure_builtin.py:{def_fn} (before its first line) in fn\n" \
+           f"  {def_fn:<6}def fn(x):\n-> COPY_FREE_VARS" in text, text[:2000]
+    said = {command: lines for command, lines in reversed(outputs(text))}
+    cell_t = [line for line in said["locals"] if line.split()[0] == "t"]
+    # What the program's closure holds: the builtin float, named as dynamo's tracker has it.
+    assert len(cell_t) == 1 and re.search(r"\bCellVariable  cell holding \w+ float\b", cell_t[0]), \
+        said["locals"]
+    assert said["p t"] == [cell_t[0].split(None, 1)[1]]
+    assert said["where"] == [f"> fn at closure_builtin.py:{def_fn} (before its first line)  "
+                             "(InstructionTranslator)"]
+    # After `count = count + 1` dynamo holds the new count, which the program prints last.
+    count = next(line for command, lines in reversed(outputs(text)) if command == "locals"
+                 for line in lines if line.split()[0] == "count")
+    stored = int(plain.stdout.split()[-1])
+    assert f"cell holding ConstantVariable int {stored}, set in this trace" in count, count
+    assert "***" not in text and ":None" not in text, text

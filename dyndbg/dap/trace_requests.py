@@ -21,7 +21,7 @@ from dyndbg.dap.protocol import RequestError
 from dyndbg.dap.stop_requests import console, evaluated, stack_trace, variables_of
 from dyndbg.dap.variables import References, variable
 from dyndbg.dynamo.symbolic_trace import SymbolicState, TracePoint
-from dyndbg.dynamo.symbolic_values import describe, is_variable_tracker
+from dyndbg.dynamo.symbolic_values import is_variable_tracker
 from dyndbg.engine.recording.recorded_values import Summary
 from dyndbg.engine.trace_stepping import TraceStep, TraceStop
 from dyndbg.ui.trace_commands import trace_event
@@ -70,7 +70,8 @@ def stop_text(stop: TraceStop) -> tuple[str, str | None]:
     else:
         instr = state.instruction()
         doing = f"  {instr.opname} {instr.argval}".rstrip() if instr is not None else ""
-        event = f"dynamo traces {where.function} {tag} at line {where.line}{doing}"
+        before = " (before its first line)" if where.before_body else ""
+        event = f"dynamo traces {where.function} {tag} at line {where.line}{before}{doing}"
     text = None
     if point in (TracePoint.GRAPH_BREAK, TracePoint.RESTART):
         text = f"{point.value}: {stop.reason.summary if stop.reason is not None else '?'}"
@@ -153,7 +154,7 @@ class TraceRequests:
             where = translators[level]
             inlined = ", inlined" if level else ""
             frame: dict[str, Any] = {
-                "id": self._frame_id(level), "column": 1, "line": where.line or 0,
+                "id": self._frame_id(level), "column": 1, "line": where.line,
                 "name": f"{where.function} [compile {stop.trace_id}{inlined}]"}
             frame.update(self.requests.code.file_source(where.filename))
             frames.append(frame)
@@ -204,7 +205,7 @@ class TraceRequests:
                 return console(self.requests, expression)
             value = evaluated(self.session, expression, context)
         if is_variable_tracker(value):   # as `stack` and `locals` show it, never realized
-            shown = describe(value)
+            shown = state.describe(value)
             return {"result": shown.line(), "type": shown.kind, "variablesReference": 0}
         result = variable("", value, self.refs)
         return {"result": result["value"], "type": result.get("type", ""),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import os
 import types
 from typing import Any, Iterator, NamedTuple
 
@@ -43,7 +44,16 @@ class TranslatorFrame(NamedTuple):
     kind: str              # "InstructionTranslator", "InliningInstructionTranslator"
     function: str
     filename: str
-    line: int | None
+    line: int              # the function's first line (its `def`) where before_body
+    before_body: bool = False   # at an instruction with no line (COPY_FREE_VARS, MAKE_CELL)
+
+    def place(self) -> str:
+        """`prog.py:4`."""
+        return f"{os.path.basename(self.filename)}:{self.line}"
+
+    def shown_place(self) -> str:
+        """`prog.py:4`, before the body `prog.py:4 (before its first line)`."""
+        return self.place() + (" (before its first line)" if self.before_body else "")
 
 
 class NodeView(NamedTuple):
@@ -145,16 +155,31 @@ class SymbolicState:
     def translators(self) -> list[TranslatorFrame]:
         """The inlining stack, the frame being compiled first."""
         return [TranslatorFrame(type(level.tx).__name__, level.code.co_name,
-                                level.code.co_filename, level.line) for level in self.levels()]
+                                level.code.co_filename, level.line or level.code.co_firstlineno,
+                                level.line is None) for level in self.levels()]
 
     # -- what dynamo knows ---------------------------------------------------------
     def stack(self) -> list[SymbolicValue]:
         """The symbolic stack, bottom to top."""
-        return [describe(value) for value in list(self.tx.stack)]
+        return [self.describe(value) for value in list(self.tx.stack)]
 
     def locals(self) -> list[tuple[str, SymbolicValue]]:
-        return [(name, describe(value))
+        return [(name, self.describe(value))
                 for name, value in list(self.tx.symbolic_locals.items())]
+
+    def describe(self, value: Any) -> SymbolicValue:
+        """A VariableTracker as shown at this stop, a cell with what it holds now."""
+        return describe(value, cell_contents=self.cell_contents)
+
+    def cell_contents(self, cell: Any) -> Any:
+        """What this trace has stored in a cell VariableTracker (its SideEffects'
+        pending `cell_contents`), or None where it stored nothing. Read from
+        the dict, by identity: SideEffects.load_cell records a traced source."""
+        mutations = self.tx.output.side_effects.store_attr_mutations
+        for item, attrs in list(mutations.items()):
+            if item is cell:
+                return attrs.get("cell_contents")
+        return None
 
     def graph_nodes(self) -> list[NodeView]:
         """The FX graph built so far, in order."""
@@ -175,7 +200,7 @@ class SymbolicState:
             frame = stack[-1] if stack else None
             place = place_of(frame) if frame else "torch"
             out.append(GuardView(guard_kind(guard) or "?",
-                                 str(source_name(guard.originating_source)),
+                                 source_name(guard.originating_source),
                                  place, (frame.line or "").strip() if frame else ""))
         return sorted(out, key=lambda g: (g.place == "torch", g.place, g.source, g.kind))
 

@@ -10,7 +10,7 @@ dict does neither, and an unrealized one is shown as such.
 from __future__ import annotations
 
 import types
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from dyndbg.dynamo import graphs
 
@@ -79,10 +79,25 @@ def _short(text: str, limit: int = 60) -> str:
 
 
 def source_name(source: Any) -> str:
+    """A Source as guards name it (`L['x']`); a source that has no such name
+    (a LocalCellSource: a cell that is never guarded) as its class and fields."""
     if source is None:
         return ""
-    name = getattr(source, "name", "")
-    return str(name() if callable(name) else name)
+    try:
+        name = getattr(source, "name", "")
+        return str(name() if callable(name) else name)
+    except Exception:  # noqa: BLE001 - torch leaves `name` unimplemented on some sources
+        return _short(_fields_text(source))
+
+
+def _fields_text(source: Any) -> str:
+    """`LocalCellSource(local_name='t')`: a source's class and instance fields."""
+    try:
+        fields = ", ".join(f"{key}={_short(repr(value), 30)}"
+                           for key, value in vars(source).items() if not key.startswith("_"))
+    except TypeError:
+        fields = ""
+    return f"{type(source).__name__}({fields})"
 
 
 def guard_kind(guard: Any) -> str:
@@ -120,20 +135,26 @@ def value_text(value: Any) -> str:
     return type(value).__name__
 
 
-def describe(value: Any, depth: int = 0) -> SymbolicValue:
-    """One VariableTracker as SymbolicValue, from its instance dict only."""
+CellContents = Callable[[Any], Any]
+"""What a cell VariableTracker holds at this point of the trace (None if unknown)."""
+
+
+def describe(value: Any, depth: int = 0, cell_contents: CellContents | None = None) -> SymbolicValue:
+    """One VariableTracker as SymbolicValue, from its instance dict only; a
+    cell's contents as `cell_contents` finds them (the trace's own mutations)."""
     kind = type(value).__name__
     try:
         fields = vars(value)
     except TypeError:
         return SymbolicValue(kind, _short(repr(value)))
-    source = source_name(fields.get("source"))
+    source = ""
     try:
+        source = source_name(fields.get("source"))
         cache = fields.get("_cache")
         if cache is not None:                          # a LazyVariableTracker
             realized = getattr(cache, "vt", None)
             if realized is not None:
-                return describe(realized, depth)
+                return describe(realized, depth, cell_contents)
             return SymbolicValue(kind, f"{_raw_text(getattr(cache, 'value', None))}, "
                                        "unrealized (no guard on it yet)", source)
         proxy = fields.get("proxy")
@@ -144,8 +165,10 @@ def describe(value: Any, depth: int = 0) -> SymbolicValue:
         if "sym_num" in fields:
             return SymbolicValue(kind, f"{type(fields['sym_num']).__name__} {fields['sym_num']}",
                                  source)
+        if "pre_existing_contents" in fields:           # a CellVariable
+            return SymbolicValue(kind, _cell_text(value, fields, depth, cell_contents), source)
         if "items" in fields and isinstance(fields["items"], (list, tuple)) and depth < 2:
-            items = [describe(v, depth + 1) for v in fields["items"][:6]]
+            items = [describe(v, depth + 1, cell_contents) for v in fields["items"][:6]]
             inner = ", ".join(f"{i.kind} {i.text}".strip() for i in items)
             more = ", ..." if len(fields["items"]) > 6 else ""
             return SymbolicValue(kind, f"[{inner}{more}]", source)
@@ -157,7 +180,23 @@ def describe(value: Any, depth: int = 0) -> SymbolicValue:
                                        f".{fields['name']}", source)
         return SymbolicValue(kind, "", source)
     except Exception as error:  # noqa: BLE001 - one value unreadable, the rest shown
-        return SymbolicValue(kind, f"(unreadable: {type(error).__name__})", source)
+        return SymbolicValue(kind, f"(dyndbg cannot read this value: {type(error).__name__}"
+                                   f"{': ' if str(error) else ''}{_short(str(error))})", source)
+
+
+def _cell_text(cell: Any, fields: dict[str, Any], depth: int,
+               cell_contents: CellContents | None) -> str:
+    """`cell holding BuiltinVariable float`: what a cell holds now, as dynamo
+    would load it (a store in this trace, else the contents it had before)."""
+    if depth >= 2:
+        return "cell"
+    current = cell_contents(cell) if cell_contents is not None else None
+    held, words = (current, "set in this trace") if current is not None else \
+        (fields.get("pre_existing_contents"), "")
+    if held is None:
+        return "empty cell (no value stored yet)"
+    inner = describe(held, depth + 1, cell_contents)
+    return f"cell holding {inner.kind} {inner.text}".rstrip() + (f", {words}" if words else "")
 
 
 def _raw_text(value: Any) -> str:

@@ -26,7 +26,10 @@ differences belong here too.
   stack_pops)` with `GraphCompileReason.graph_break`; `RestartAnalysis.
   restart_reason`; `CompileContext.current_trace_id()` (compile id and
   attempt); `Guard.user_stack`; LazyVariableTracker's `_cache` with `vt` and
-  `value`. A torch without `is_tracing_resume_prologue` shows no "(resume
+  `value`; CellVariable's `pre_existing_contents` and `SideEffects.
+  store_attr_mutations` (a cell's contents stored in the trace, under
+  "cell_contents"); a LocalCellSource, whose `name` raises
+  NotImplementedError (a cell is never guarded). A torch without `is_tracing_resume_prologue` shows no "(resume
   prologue)" mark; one without the classes and methods hooked gets one line
   at `catch trace` naming what it lacks, and no trace stop
   (`TraceHooks.missing`).

@@ -110,7 +110,9 @@ class StopPrinter:
         trace_stop = session.trace_stop
         if trace_stop is not None:
             state = trace_stop.state
-            return (f" compile {trace_stop.trace_id} | {state.code.co_name} line {state.line} | "
+            where = state.translators()[-1]
+            line = f"before line {where.line}" if where.before_body else f"line {where.line}"
+            return (f" compile {trace_stop.trace_id} | {where.function} {line} | "
                     f"depth {state.depth} | symbolic stack {state.stack_size()} | compile time ")
         stop = session.stop
         if stop is None:

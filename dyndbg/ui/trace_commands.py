@@ -9,11 +9,10 @@ the others (they look at a running generated frame) say there is none.
 from __future__ import annotations
 
 import linecache
-import os
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from dyndbg.dynamo.symbolic_trace import TracePoint
-from dyndbg.dynamo.symbolic_values import SymbolicValue, describe, is_variable_tracker
+from dyndbg.dynamo.symbolic_values import SymbolicValue, is_variable_tracker
 from dyndbg.engine.trace_stepping import TraceStep, TraceStop
 from dyndbg.ui.host import Family, Host
 from dyndbg.ui.parsing import CommandError
@@ -76,7 +75,7 @@ class TraceCommands:
         write = self.host.write
         state = stop.state
         where = state.translators()[-1]
-        place = f"{os.path.basename(where.filename)}:{where.line}"
+        place = where.place()
         depth = f" (inlined, depth {state.depth})" if state.depth else ""
         prologue = " (resume prologue)" if state.prologue else ""
         tag = stop.tag
@@ -94,9 +93,9 @@ class TraceCommands:
                 # decided in a call dynamo inlined: the stop is at the frame's call of it
                 write(f"  in {stop.reason.user_stack[-1].name} at {stop.reason.where}: "
                       f"{stop.reason.source}")
-        write(f"{'  ' if event else tag + ' '}{place} in {where.function}{depth}{prologue}"
+        write(f"{'  ' if event else tag + ' '}{where.shown_place()} in {where.function}{depth}{prologue}"
               f"{'' if event else caught}")
-        source = linecache.getline(where.filename, where.line or 0).rstrip()
+        source = linecache.getline(where.filename, where.line).rstrip()
         if source:
             write(f"  {where.line:<6}{self.host.highlighter.python(source.strip())}")
         instr = state.instruction()
@@ -246,7 +245,8 @@ class TraceCommands:
         if not arg.strip():
             raise CommandError("usage: p EXPR")
         value = self.host.evaluate(arg)
-        self.host.write(describe(value).line() if is_variable_tracker(value) else safe_repr(value))
+        self.host.write(self.state.describe(value).line() if is_variable_tracker(value)
+                        else safe_repr(value))
 
     do_pp = do_p
 
@@ -257,8 +257,7 @@ class TraceCommands:
         frames = self.state.translators()
         for depth, frame in enumerate(frames):
             mark = ">" if depth == len(frames) - 1 else " "
-            self.host.write(f"{mark} {frame.function} at {os.path.basename(frame.filename)}:"
-                            f"{frame.line}  ({frame.kind})")
+            self.host.write(f"{mark} {frame.function} at {frame.shown_place()}  ({frame.kind})")
 
     do_w = do_bt = do_where
 
