@@ -117,7 +117,7 @@ def check_program(script: Path, *args: str, steps: int = STEPS) -> Walk:
     return walk
 
 
-@pytest.mark.parametrize("script", PROGRAMS, ids=[f"{p.parent.name}/{p.stem}" for p in PROGRAMS])
+@pytest.mark.parametrize("script", PROGRAMS, ids=[f"{p.parent.name}-{p.stem}" for p in PROGRAMS])
 def test_every_compile_time_stop_answers_every_command(script: Path) -> None:
     walk = check_program(script)
     print(f"{script.name}: {walk.stops} stops in {len(walk.compiles)} compiles, "
