@@ -8,7 +8,8 @@ from dyndbg.cpython import call_site
 from dyndbg.dynamo import graphs, guards, why
 from dyndbg.dynamo.edits import EDITS
 from dyndbg.dynamo.names import GRAPH_NAME, find_graph_global, graph_number, readable
-from dyndbg.ui import graph_checks
+from dyndbg.dynamo.graph_views import graph_views
+from dyndbg.ui import graph_checks, graph_listing
 from dyndbg.ui.host import Host
 from dyndbg.ui.parsing import CommandError
 from dyndbg.ui.values import cut, summarize
@@ -48,9 +49,13 @@ class DynamoCommands:
         return name, namespace[name]
 
     def do_graph(self, arg: str) -> None:
-        """graph [N | NAME] [--output-code] | graph run|capture|bisect|values [N] ...
+        """graph [N | NAME] [--traced | --compiled] [--output-code] | graph run|capture|bisect|values [N] ...
         The FX graph of a compiled graph, with shapes and the user's source
-        lines: the one called at the current instruction by default. With
+        lines: the one called at the current instruction by default, with
+        the backend that compiled it (named as `cache` names it). It lists
+        dynamo's graph as traced, before the backend saw it (a backend may
+        rewrite it in place), and says whether the graph the backend left
+        differs; --compiled lists dynamo's graph as the backend left it. With
         --output-code, inductor's generated code for it.
         N below defaults to the graph called at this stop, with its inputs;
         elsewhere the inputs are those `graph capture N` kept.
@@ -70,27 +75,21 @@ class DynamoCommands:
         if words and words[0] in graph_checks.ACTIONS:
             self._graph_check(words[0], words[1:], arg)
             return
-        output_code = "--output-code" in words
-        words = [w for w in words if w != "--output-code"]
-        if len(words) > 1:
-            raise CommandError("usage: graph [N | NAME] [--output-code]")
-        name, value = self._find_graph(words[0] if words else "")
-        if output_code:
+        request = graph_listing.parse_request(words)
+        name, value = self._find_graph(request.spec)
+        if request.output_code:
             code = graphs.inductor_output_code(name, value)
             if code is None:
                 raise CommandError(f"no inductor output code for graph {graph_number(name)} "
                                    "(only graphs compiled by inductor have it)")
             host.write(host.highlighter.python(code))
             return
-        info = graphs.graph_info(name, value)
-        if info is None:
+        views = graph_views(name, value)
+        if views is None:
             raise CommandError(f"{name} is not a compiled graph")
-        inputs, outputs = len(info.placeholders), len(info.outputs)
-        host.write(f"graph {info.number} ({name}), backend {info.backend or 'unknown'}, "
-                   f"{inputs} input{'s' if inputs != 1 else ''}, "
-                   f"{outputs} output{'s' if outputs != 1 else ''}")
-        if info.note:
-            host.write(f"  ({info.note})")
+        lines, info = graph_listing.listing(views, request.view)
+        for line in lines:
+            host.write(line)
         host.write(host.highlighter.python(info.code))
 
     def _graph_check(self, action: str, words: list[str], arg: str) -> None:
