@@ -110,3 +110,40 @@ def test_graph_lists_the_graph_as_traced_or_as_the_backend_left_it(session: Run,
     assert _listed(also) == _listed(unchanged)
     assert _replies(session, "graph --traced --compiled")[0] == [
         "*** usage: graph [N | NAME] [--traced | --compiled] [--output-code]"]
+
+
+def _signature(listing: list[str]) -> list[tuple[str, str]]:
+    """(name, type) of each input in torch's listing's `def forward(self, ...)`."""
+    line = next(line for line in listing if line.strip().startswith("def forward(self"))
+    return re.findall(r'(\w+): "([^"]+)"', line)
+
+
+def test_graph_run_takes_the_inputs_its_usage_shows(session: Run, plain: Plain) -> None:
+    value = re.search(r"^f: (\S+)$", plain.run.stdout, re.M)
+    assert value is not None
+    ran = _replies(session, "graph run 1 x y")[0]
+    assert ran[0] == f"compiled graph 1: (tensor({value[1]}),)", ran   # the program's f(x, y)
+    assert ran[-1].startswith("DIFFERENT: output 0: max abs difference"), ran
+    for command in ("graph run 1 torch.ones(4) x*2", "graph run 1 x, (y + 1)",
+                    "graph run x y"):
+        reply = _replies(session, command)[0]
+        assert reply[0].startswith("compiled graph 1: (tensor("), (command, reply)
+        assert reply[-1].startswith("DIFFERENT: output 0: "), (command, reply)
+
+    inputs = _signature(plain.listing(plain.backends[0], "given"))
+    assert [n for n, _ in inputs] == ["L_x_", "L_y_"], inputs
+    takes = "graph 1 takes 2 inputs: " + ", ".join(f"{n} {t}" for n, t in inputs)
+    assert _replies(session, "graph run 1 x")[0] == [f"*** {takes} (1 given)"]
+    assert _replies(session, "graph run 1 x y x")[0] == [f"*** {takes} (3 given)"]
+    assert _replies(session, "graph run 1 x (y")[0] == ["*** unclosed '(' in 'x (y'"]
+    assert _replies(session, "graph run 1 x nope")[0] == [
+        "*** input 2 (nope): NameError: name 'nope' is not defined"]
+    wrong = _replies(session, "graph run 1 'a b' y")[0]
+    assert len(wrong) == 1 and wrong[0].startswith(
+        "*** compiled graph 1 failed on these inputs: "), wrong
+    names = [n for n, _ in _signature(plain.listing(plain.backends[1], "given"))]
+    assert len(names) == 4, names
+    assert re.fullmatch(r"\*\*\* graph 3 takes 4 inputs: "
+                        + ", ".join(rf"{n} \S+" for n in names) + r" \(1 given\)",
+                        _replies(session, "graph run 3 y")[0][0]), \
+        _replies(session, "graph run 3 y")

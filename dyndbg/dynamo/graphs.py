@@ -223,6 +223,14 @@ def placeholders(gm: object) -> list[Placeholder]:
             if n.op == "placeholder"]
 
 
+def inputs_text(inputs: list[Placeholder]) -> str:
+    """`2 inputs: L_x_ f32[4], L_n_ int`, `no inputs`."""
+    if not inputs:
+        return "no inputs"
+    return (f"{len(inputs)} input{'s' if len(inputs) != 1 else ''}: "
+            + ", ".join(f"{p.name} {p.describe()}" for p in inputs))
+
+
 def _example(node: object) -> object:
     meta = getattr(node, "meta", {})
     value = meta.get("example_value")

@@ -62,8 +62,9 @@ class DynamoCommands:
         graph capture N: keep the inputs of graph N's next call; stopped at a
         call of graph N, those of that call.
         graph run N [INPUTS...]: call compiled graph N on INPUTS (Python
-        expressions) and dynamo's graph (as traced, before the backend)
-        eagerly on the same, and compare.
+        expressions separated by spaces or commas; one with spaces inside
+        brackets: `graph run 1 x (y + 1)`) and dynamo's graph (as traced,
+        before the backend) eagerly on the same, and compare.
         graph bisect N [--rtol R] [--atol A] [--no-fp64] [--save FILE]: the
         first node whose value compiled by graph N's backend differs from
         dynamo's graph run eagerly, judged against a float64 run as
@@ -110,7 +111,7 @@ class DynamoCommands:
                                     f"(then: graph run {number}); its next call's will "
                                     "replace them")
             elif action == "run":
-                self._graph_run(number, arg, words, at_hand)
+                self._graph_run(number, arg, at_hand)
             elif action == "bisect":
                 options = graph_checks.parse_bisect_options(rest)
                 found = api.graph_bisect(number, *(at_hand or ()), rtol=options.rtol,
@@ -129,22 +130,24 @@ class DynamoCommands:
         except api.CacheError as error:
             raise CommandError(str(error)) from None
 
-    def _graph_run(self, number: int, arg: str, words: list[str],
-                   at_hand: list[object] | None) -> None:
+    def _graph_run(self, number: int, arg: str, at_hand: list[object] | None) -> None:
         from dyndbg import cache as api
-        given_text = arg.split(None, 2)[2:] if words and words[0].isdigit() else \
-            arg.split(None, 1)[1:]
-        if given_text:
-            given = self.host.evaluate(f"({given_text[0]},)")
-            inputs = tuple(given) if isinstance(given, tuple) else (given,)
-        else:
-            inputs = tuple(at_hand or ())
+        texts = graph_checks.run_inputs(arg)
+        inputs = tuple(self._input(k, text) for k, text in enumerate(texts, 1)) if texts \
+            else tuple(at_hand or ())
         ran = api.graph_run(number, *inputs)
         self.host.write(f"compiled graph {number}: {cut(summarize(ran.compiled), 150)}")
         if ran.eager is not None:
             self.host.write(f"dynamo's graph, eager: {cut(summarize(ran.eager), 150)}")
         self.host.write(("same: " if ran.same else "DIFFERENT: " if ran.same is False else "")
                         + ran.difference)
+
+    def _input(self, k: int, text: str) -> object:
+        """The value of the k-th input expression of `graph run`, or one line why not."""
+        try:
+            return self.host.evaluate(text)
+        except Exception as error:  # noqa: BLE001 - the user's expression
+            raise CommandError(f"input {k} ({text}): {type(error).__name__}: {error}") from None
 
     def _graph_called_here(self) -> int | None:
         """The number of the graph called at the live stop's instruction, if any."""
