@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 
 import dyndbg.cache as dc  # noqa: E402
 from dyndbg.dynamo import graph_copies, live_entries, versions  # noqa: E402
-from dyndbg.dynamo.backends import graph_backend  # noqa: E402
+from dyndbg.dynamo.graph_views import graph_backend  # noqa: E402
 from dyndbg.dynamo.graphs import (  # noqa: E402
     graph_info, graph_number, inductor_output_code, is_graph_name)
 from dyndbg.dynamo.guard_walk import split_part  # noqa: E402

@@ -1,5 +1,4 @@
-"""A compile's backend: its name, the one way dyndbg names it, and which backend
-compiled a graph.
+"""A compile's backend and its name, the one way dyndbg names it.
 
 Dynamo keeps the backend a program passed in two places: each cache entry's
 `backend` and, while it compiles, `OutputGraph.compiler_fn` (wrapped for
@@ -34,20 +33,3 @@ def backend_name(backend: object) -> str:
         return backend_name(inner)
     return type(backend).__name__
 
-
-def graph_backend(name: str) -> str | None:
-    """The name of the backend that compiled graph `name` (its `__compiled_fn_*`
-    global): the one dynamo called for it (kept with its copy, graph_copies.py),
-    else that of a live cache entry whose code calls it; None if neither is known."""
-    from dyndbg.dynamo import graph_copies, guards, live_entries
-    kept = graph_copies.kept(name)
-    if kept is not None:
-        return backend_name(kept.backend)
-    try:
-        for original in live_entries.originals():
-            for entry in guards.cache_entries(original):
-                if name in entry.graphs:
-                    return entry.backend
-    except Exception:  # noqa: BLE001 - a torch change: the backend is said to be unknown
-        pass
-    return None

@@ -1,14 +1,15 @@
 """The two FX graphs there are of one compiled graph: dynamo's graph as traced
 (the copy graph_copies.py keeps before the backend sees it) and dynamo's
 GraphModule as the backend left it (reached from the compiled callable,
-graphs.py), which a backend may have rewritten in place."""
+graphs.py), which a backend may have rewritten in place; and the name of the
+backend that compiled it."""
 from __future__ import annotations
 
 from enum import Enum
 from typing import NamedTuple
 
-from dyndbg.dynamo import graph_copies, graphs
-from dyndbg.dynamo.backends import graph_backend
+from dyndbg.dynamo import graph_copies, graphs, guards, live_entries
+from dyndbg.dynamo.backends import backend_name
 from dyndbg.dynamo.graphs import GraphInfo
 
 
@@ -53,3 +54,20 @@ def graph_views(name: str, value: object) -> GraphViews | None:
     kept = graph_copies.kept(name)
     traced = graphs.describe(name, kept.graph_module) if kept is not None else None
     return GraphViews(name, graph_backend(name), traced, compiled)
+
+
+def graph_backend(name: str) -> str | None:
+    """The name of the backend that compiled graph `name` (its `__compiled_fn_*`
+    global): the one dynamo called for it (kept with its copy, graph_copies.py),
+    else that of a live cache entry whose code calls it; None if neither is known."""
+    kept = graph_copies.kept(name)
+    if kept is not None:
+        return backend_name(kept.backend)
+    try:
+        for original in live_entries.originals():
+            for entry in guards.cache_entries(original):
+                if name in entry.graphs:
+                    return entry.backend
+    except Exception:  # noqa: BLE001 - a torch change: the backend is said to be unknown
+        pass
+    return None
