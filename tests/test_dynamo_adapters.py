@@ -15,7 +15,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import dyndbg.cache as dc  # noqa: E402
-from dyndbg.dynamo import live_entries, versions  # noqa: E402
+from dyndbg.dynamo import graph_copies, live_entries, versions  # noqa: E402
+from dyndbg.dynamo.graph_views import graph_backend  # noqa: E402
 from dyndbg.dynamo.graphs import (  # noqa: E402
     graph_info, graph_number, inductor_output_code, is_graph_name)
 from dyndbg.dynamo.guard_walk import split_part  # noqa: E402
@@ -64,7 +65,12 @@ def _check_graph(fn: types.FunctionType, backend: str, x: torch.Tensor, y: torch
     info = graph_info(names[0], fn.__globals__[names[0]])
     assert info is not None and info.note is None, info
     assert info.name == names[0] and info.number == graph_number(names[0])
-    assert info.backend == backend
+    assert graph_backend(names[0]) == backend                    # as cache entries name it
+    kept = graph_copies._kept.pop(names[0])                       # a graph compiled before
+    try:                                                          # dyndbg kept copies:
+        assert graph_backend(names[0]) == backend                # its cache entry's
+    finally:
+        graph_copies._kept[names[0]] = kept
     tensors = [p for p in info.placeholders if p.dtype is not None]
     assert [(p.dtype, p.shape) for p in tensors] == [
         (str(t.dtype).removeprefix("torch."), tuple(t.shape)) for t in (x, y)]

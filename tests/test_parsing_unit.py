@@ -13,6 +13,7 @@ from dyndbg.ui.parsing import (BreakpointRef, CommandError, InstructionSpec, Lis
                                Split, check_alias_body, expand_aliases, leading_word,
                                parse_breakpoint_refs, parse_count, parse_int, parse_list_range,
                                parse_location, parse_numbers, split_commands, split_condition,
+                               split_expressions,
                                substitute_alias)
 
 
@@ -50,6 +51,29 @@ def test_parse_count() -> None:
 ])
 def test_leading_word(line: str, word: str) -> None:
     assert leading_word(line) == word
+
+
+def test_split_expressions() -> None:
+    """`graph run`'s INPUTS: split at spaces and commas outside brackets and strings;
+    each part is one Python expression."""
+    cases = {
+        "x y": ["x", "y"],
+        " 1  torch.ones(2, 3) x*2 ": ["1", "torch.ones(2, 3)", "x*2"],
+        "x, y,2": ["x", "y", "2"],
+        "(y + 1) [1, 2] {'k': (1, 2)} f(a)[0].t()": ["(y + 1)", "[1, 2]", "{'k': (1, 2)}",
+                                                     "f(a)[0].t()"],
+        """'a b' "c, d" '''e ' f''' 'g\\' h'""": ["'a b'", '"c, d"', "'''e ' f'''",
+                                                  "'g\\' h'"],
+        "": [],
+    }
+    for text, parts in cases.items():
+        assert split_expressions(text) == parts, text
+        for part in parts:
+            ast.parse(part, mode="eval")
+    assert error_of(split_expressions, "x (y") == "unclosed '(' in 'x (y'"
+    assert error_of(split_expressions, "x y)") == "unbalanced ')' in 'x y)'"
+    assert error_of(split_expressions, "[x)") == "unbalanced ')' in '[x)'"
+    assert error_of(split_expressions, "x 'y") == "unterminated string in \"x 'y\""
 
 
 def test_split_commands() -> None:

@@ -28,7 +28,8 @@ import time
 from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 from dyndbg.dynamo import node_values
-from dyndbg.dynamo.graph_copies import KeptGraph, backend_name
+from dyndbg.dynamo.backends import backend_name
+from dyndbg.dynamo.graph_copies import KeptGraph
 from dyndbg.dynamo.node_values import Agreement
 
 _COMPUTES = ("call_function", "call_method", "call_module")
@@ -62,7 +63,7 @@ class Bisection(NamedTuple):
     """What `graph bisect` found, and how."""
 
     graph: int
-    backend: str              # `inductor`, or a backend function's `module.name`
+    backend: str              # its name, as `cache` gives it (backends.backend_name)
     first: Verdict | None     # None: no node differs
     how: str                  # in which compile the difference was seen
     nodes: int                # the nodes compared

@@ -120,12 +120,28 @@ def _copy(value: object) -> object:
 
 
 def _inputs(number: int, given: Sequence[object]) -> Sequence[object]:
+    """The inputs given, checked against the graph's placeholders, or the captured ones."""
     if given:
+        expected = _placeholders(number)
+        if expected is not None and len(expected) != len(given):
+            raise CacheError(f"graph {number} takes {graphs.inputs_text(expected)} "
+                             f"({len(given)} given)")
         return given
     if number not in _captured:
         raise CacheError(f"no inputs captured for graph {number}: graph capture {number}, "
                          "then let it run, or give the inputs")
     return _captured[number]
+
+
+def _placeholders(number: int) -> list[graphs.Placeholder] | None:
+    """Graph `number`'s inputs: its traced copy's, else those of the graph the
+    compiled callable reaches; None where neither is at hand."""
+    namespace, name = _graph_global(number)
+    kept = graph_copies.kept(name)
+    if kept is not None:
+        return graphs.placeholders(kept.graph_module)
+    info = graphs.graph_info(name, _compiled(namespace[name]))
+    return None if info is None or info.note else info.placeholders
 
 
 def graph_run(number: int, *inputs: object) -> GraphRun:
@@ -134,15 +150,23 @@ def graph_run(number: int, *inputs: object) -> GraphRun:
     namespace, name = _graph_global(number)
     inputs = tuple(_inputs(number, inputs))
     compiled_fn = _compiled(namespace[name])
-    with bisect.untouched():        # the program's random state and counters stay as they were
-        compiled = compiled_fn(*[_copy(a) for a in inputs])
+    try:
+        with bisect.untouched():    # the program's random state and counters stay as they were
+            compiled = compiled_fn(*[_copy(a) for a in inputs])
+    except Exception as error:  # noqa: BLE001 - inputs it cannot take
+        raise CacheError(f"compiled graph {number} failed on these inputs: "
+                         f"{type(error).__name__}: {error}") from None
     kept = graph_copies.kept(name)
     if kept is None:
         return GraphRun(compiled, None, None,
                         "not compared: no copy of dynamo's graph was kept before its backend "
                         "compiled it (the graph module reachable now may be the backend's "
                         "rewrite, no reference for it)")
-    ref = bisect.reference(kept, inputs, fp64=True)
+    try:
+        ref = bisect.reference(kept, inputs, fp64=True)
+    except Exception as error:  # noqa: BLE001 - inputs it cannot take
+        raise CacheError(f"dynamo's graph {number} failed on these inputs: "
+                         f"{type(error).__name__}: {error}") from None
     names = bisect.output_names(kept.graph_module)
     outputs = [ref.eager.get(n) if n else None for n in names]
     high = [(ref.fp64 or {}).get(n) if n else None for n in names]

@@ -93,25 +93,6 @@ def kept(name: str) -> KeptGraph | None:
     return _kept.get(name)
 
 
-def backend_function(backend: Any) -> Any:
-    """The function a backend is: dynamo's debug wrapper and torch.compile's
-    wrapper of a user's function taken off."""
-    backend = getattr(backend, "_torchdynamo_orig_backend", backend)
-    return getattr(backend, "compiler_fn", backend)
-
-
-def backend_name(backend: Any) -> str:
-    """`inductor`, `aot_eager`, or a user backend's `module.name`."""
-    wrapper = getattr(backend, "_torchdynamo_orig_backend", backend)
-    function = backend_function(backend)
-    module = getattr(function, "__module__", None) or ""
-    if module.startswith("torch"):
-        return str(getattr(wrapper, "compiler_name", None)
-                   or getattr(function, "__name__", None) or function)
-    name = getattr(function, "__qualname__", None) or type(function).__qualname__
-    return f"{module}.{name}" if module else name
-
-
 def copy_graph(gm: Any) -> tuple[Any, dict]:
     """A copy of `gm`'s graph (same node names and targets, each node's meta dict
     copied, its values shared) and the attributes its nodes name (shared)."""

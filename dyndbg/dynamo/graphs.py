@@ -65,7 +65,6 @@ class GraphInfo:
     placeholders: list[Placeholder]
     outputs: list[str]
     code: str
-    backend: str | None
     source_lines: list[tuple[str, int]]
     note: str | None = None      # set when the graph module could not be reached
     graph_module: object | None = field(default=None, repr=False)
@@ -76,28 +75,26 @@ def is_graph_name(name: str) -> bool:
     return graph_number(name) is not None
 
 
-def graph_info(name: str, value: object, backend: str | None = None) -> GraphInfo | None:
-    """Describe the compiled graph stored in global `name` (value: that global).
+def graph_info(name: str, value: object) -> GraphInfo | None:
+    """Describe the compiled graph stored in global `name` (value: that global):
+    dynamo's GraphModule reached from it, as the backend left it.
 
-    `backend`, when the caller knows it (from the cache entry), overrides the guess
-    made from the wrapper's shape. None if `name` is not a graph name or `value`
-    is not callable. If the GraphModule cannot be reached, the result has empty
-    placeholders and a `note` saying so. Never raises.
+    None if `name` is not a graph name or `value` is not callable. If the
+    GraphModule cannot be reached, the result has empty placeholders and a
+    `note` saying so. Never raises.
     """
     try:
         number = graph_number(name)
         if number is None or not callable(value):
             return None
-        found = _search(name, value)
-        backend = backend or found.backend
-        gm = found.graph_module
+        gm = _search(name, value).graph_module
         if gm is None:
             note = f"graph module not reachable from this callable with torch {torch_version()}"
-            return GraphInfo(name, number, [], [], f"# {note}", backend, [], note)
-        return _describe(name, number, gm, backend)
+            return GraphInfo(name, number, [], [], f"# {note}", [], note)
+        return describe(name, gm)
     except Exception as error:  # noqa: BLE001 - a torch change must not break the debugger
         note = f"graph not readable with torch {torch_version()}: {type(error).__name__}: {error}"
-        return GraphInfo(name, graph_number(name) or 0, [], [], f"# {note}", backend, [], note)
+        return GraphInfo(name, graph_number(name) or 0, [], [], f"# {note}", [], note)
 
 
 def graph_module(name: str, value: object) -> object | None:
@@ -128,7 +125,6 @@ def inductor_output_code(name: str, value: object) -> str | None:
 @dataclass
 class _Found:
     graph_module: object | None = None
-    backend: str | None = None
     inductor_sources: list[str] = field(default_factory=list)
 
 
@@ -137,7 +133,6 @@ def _search(name: str, value: object) -> _Found:
     import torch.fx
 
     found = _Found()
-    markers: set[str] = set()
     fallback = None
     seen: set[int] = set()
     queue: deque[object] = deque([value])
@@ -160,22 +155,13 @@ def _search(name: str, value: object) -> _Found:
             submodules = vars(obj).get("_modules") or {}
             queue.extend(m for k, m in submodules.items() if k in ("gm", "_orig_mod"))
             continue
-        kind = type(obj).__name__
-        if kind == "CompiledFxGraph":
-            markers.add("inductor")
+        if type(obj).__name__ == "CompiledFxGraph":
             code = getattr(obj, "source_code", None)
             if isinstance(code, str) and code not in found.inductor_sources:
                 found.inductor_sources.append(code)
-        qualname = obj.__qualname__ if isinstance(obj, types.FunctionType) else ""
-        if qualname:
-            if qualname.startswith("boxed_nop"):
-                markers.add("aot_eager")
-            elif qualname.startswith("aot_module_simplified"):
-                markers.add("aot_autograd")
         queue.extend(_neighbours(obj))
     if found.graph_module is None:
         found.graph_module = fallback
-    found.backend = _backend_guess(value, found.graph_module, markers)
     return found
 
 
@@ -211,24 +197,12 @@ def _neighbours(obj: object) -> list[object]:
     return out
 
 
-def _backend_guess(value: object, gm: object | None, markers: set[str]) -> str | None:
-    if "inductor" in markers:
-        return "inductor"
-    if "aot_eager" in markers:
-        return "aot_eager"
-    if "aot_autograd" in markers:
-        return "aot_autograd"
-    orig = getattr(value, "_torchdynamo_orig_callable", value)
-    if gm is not None and (orig is gm or getattr(orig, "__self__", None) is gm):
-        return "eager"
-    return None
-
-
 # -- description -------------------------------------------------------------------
 
-def _describe(name: str, number: int, gm: object, backend: str | None) -> GraphInfo:
+def describe(name: str, gm: object) -> GraphInfo:
+    """What FX GraphModule `gm` of graph `name` holds, listed as FX prints it."""
+    number = graph_number(name) or 0
     graph = gm.graph  # type: ignore[attr-defined]  # an fx.GraphModule
-    placeholders = [_placeholder(n) for n in graph.nodes if n.op == "placeholder"]
     outputs: list[str] = []
     for node in graph.nodes:
         if node.op == "output" and node.args:
@@ -239,8 +213,22 @@ def _describe(name: str, number: int, gm: object, backend: str | None) -> GraphI
         code = gm.print_readable(print_output=False)  # type: ignore[attr-defined]  # an fx.GraphModule
     except Exception:  # noqa: BLE001 - older signatures; the bare code is still useful
         code = str(getattr(gm, "code", ""))
-    return GraphInfo(name, number, placeholders, outputs, code.rstrip() + "\n", backend,
+    return GraphInfo(name, number, placeholders(gm), outputs, code.rstrip() + "\n",
                      _source_lines(graph), graph_module=gm)
+
+
+def placeholders(gm: object) -> list[Placeholder]:
+    """The inputs of FX GraphModule `gm`, in order."""
+    return [_placeholder(n) for n in gm.graph.nodes  # type: ignore[attr-defined]  # an fx.GraphModule
+            if n.op == "placeholder"]
+
+
+def inputs_text(inputs: list[Placeholder]) -> str:
+    """`2 inputs: L_x_ f32[4], L_n_ int`, `no inputs`."""
+    if not inputs:
+        return "no inputs"
+    return (f"{len(inputs)} input{'s' if len(inputs) != 1 else ''}: "
+            + ", ".join(f"{p.name} {p.describe()}" for p in inputs))
 
 
 def _example(node: object) -> object:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
 
 from dyndbg.dynamo import call_state, versions
+from dyndbg.dynamo.backends import backend_name
 from dyndbg.dynamo.versions import torch_version
 from dyndbg.dynamo.guard_walk import (GuardLine, GuardScope, Judge, TreeBuilder, code_only,
                                       frame_origin, managers, walk)
@@ -125,10 +126,15 @@ def _entry_info(entry: object) -> EntryInfo:
         compile_id=_compile_id(entry),
         code=code,
         guard_count=_count_leaves(root) if root is not None else None,
-        backend=_backend_name(getattr(entry, "backend", None)),
+        backend=_backend_of(entry),
         graphs=[n for n in names if n.startswith("__compiled_fn_")],
         resume_functions=[n for n in names if n.startswith("__resume_at_")],
     )
+
+
+def _backend_of(entry: object) -> str | None:
+    backend = getattr(entry, "backend", None)
+    return None if backend is None else backend_name(backend)
 
 
 def _compile_id(entry: object) -> str | None:
@@ -145,20 +151,6 @@ def _global_names(code: types.CodeType) -> list[str]:
         names.extend(n for n in current.co_names if n not in names)
         stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
     return names
-
-
-def _backend_name(backend: object) -> str | None:
-    """`eager`, `aot_eager`, `inductor`, or the name of a custom backend function."""
-    if backend is None:
-        return None
-    for attr in ("compiler_name", "__name__"):
-        name = getattr(backend, attr, None)
-        if isinstance(name, str):
-            return name
-    inner = getattr(backend, "compiler_fn", None)   # a wrapper without a name of its own
-    if inner is not None and inner is not backend:
-        return _backend_name(inner)
-    return type(backend).__name__
 
 
 def _root(entry: object) -> object | None:

@@ -21,7 +21,8 @@ from typing import Any, Sequence
 
 from dyndbg.dynamo import node_values
 from dyndbg.dynamo.bisect import Bisection, subgraph
-from dyndbg.dynamo.graph_copies import KeptGraph, backend_function, backend_name
+from dyndbg.dynamo.backends import backend_function, backend_name
+from dyndbg.dynamo.graph_copies import KeptGraph
 
 _SCRIPT = '''"""dyndbg graph bisect: graph {graph}, node {node} ({target}) compiled by {backend}
 differs from the graph run eagerly.

@@ -8,7 +8,8 @@ from dyndbg.cpython import call_site
 from dyndbg.dynamo import graphs, guards, why
 from dyndbg.dynamo.edits import EDITS
 from dyndbg.dynamo.names import GRAPH_NAME, find_graph_global, graph_number, readable
-from dyndbg.ui import graph_checks
+from dyndbg.dynamo.graph_views import graph_views
+from dyndbg.ui import graph_checks, graph_listing
 from dyndbg.ui.host import Host
 from dyndbg.ui.parsing import CommandError
 from dyndbg.ui.values import cut, summarize
@@ -48,17 +49,22 @@ class DynamoCommands:
         return name, namespace[name]
 
     def do_graph(self, arg: str) -> None:
-        """graph [N | NAME] [--output-code] | graph run|capture|bisect|values [N] ...
+        """graph [N | NAME] [--traced | --compiled] [--output-code] | graph run|capture|bisect|values [N] ...
         The FX graph of a compiled graph, with shapes and the user's source
-        lines: the one called at the current instruction by default. With
+        lines: the one called at the current instruction by default, with
+        the backend that compiled it (named as `cache` names it). It lists
+        dynamo's graph as traced, before the backend saw it (a backend may
+        rewrite it in place), and says whether the graph the backend left
+        differs; --compiled lists dynamo's graph as the backend left it. With
         --output-code, inductor's generated code for it.
         N below defaults to the graph called at this stop, with its inputs;
         elsewhere the inputs are those `graph capture N` kept.
         graph capture N: keep the inputs of graph N's next call; stopped at a
         call of graph N, those of that call.
         graph run N [INPUTS...]: call compiled graph N on INPUTS (Python
-        expressions) and dynamo's graph (as traced, before the backend)
-        eagerly on the same, and compare.
+        expressions separated by spaces or commas; one with spaces inside
+        brackets: `graph run 1 x (y + 1)`) and dynamo's graph (as traced,
+        before the backend) eagerly on the same, and compare.
         graph bisect N [--rtol R] [--atol A] [--no-fp64] [--save FILE]: the
         first node whose value compiled by graph N's backend differs from
         dynamo's graph run eagerly, judged against a float64 run as
@@ -70,27 +76,21 @@ class DynamoCommands:
         if words and words[0] in graph_checks.ACTIONS:
             self._graph_check(words[0], words[1:], arg)
             return
-        output_code = "--output-code" in words
-        words = [w for w in words if w != "--output-code"]
-        if len(words) > 1:
-            raise CommandError("usage: graph [N | NAME] [--output-code]")
-        name, value = self._find_graph(words[0] if words else "")
-        if output_code:
+        request = graph_listing.parse_request(words)
+        name, value = self._find_graph(request.spec)
+        if request.output_code:
             code = graphs.inductor_output_code(name, value)
             if code is None:
                 raise CommandError(f"no inductor output code for graph {graph_number(name)} "
                                    "(only graphs compiled by inductor have it)")
             host.write(host.highlighter.python(code))
             return
-        info = graphs.graph_info(name, value)
-        if info is None:
+        views = graph_views(name, value)
+        if views is None:
             raise CommandError(f"{name} is not a compiled graph")
-        inputs, outputs = len(info.placeholders), len(info.outputs)
-        host.write(f"graph {info.number} ({name}), backend {info.backend or 'unknown'}, "
-                   f"{inputs} input{'s' if inputs != 1 else ''}, "
-                   f"{outputs} output{'s' if outputs != 1 else ''}")
-        if info.note:
-            host.write(f"  ({info.note})")
+        lines, info = graph_listing.listing(views, request.view)
+        for line in lines:
+            host.write(line)
         host.write(host.highlighter.python(info.code))
 
     def _graph_check(self, action: str, words: list[str], arg: str) -> None:
@@ -111,7 +111,7 @@ class DynamoCommands:
                                     f"(then: graph run {number}); its next call's will "
                                     "replace them")
             elif action == "run":
-                self._graph_run(number, arg, words, at_hand)
+                self._graph_run(number, arg, at_hand)
             elif action == "bisect":
                 options = graph_checks.parse_bisect_options(rest)
                 found = api.graph_bisect(number, *(at_hand or ()), rtol=options.rtol,
@@ -130,22 +130,24 @@ class DynamoCommands:
         except api.CacheError as error:
             raise CommandError(str(error)) from None
 
-    def _graph_run(self, number: int, arg: str, words: list[str],
-                   at_hand: list[object] | None) -> None:
+    def _graph_run(self, number: int, arg: str, at_hand: list[object] | None) -> None:
         from dyndbg import cache as api
-        given_text = arg.split(None, 2)[2:] if words and words[0].isdigit() else \
-            arg.split(None, 1)[1:]
-        if given_text:
-            given = self.host.evaluate(f"({given_text[0]},)")
-            inputs = tuple(given) if isinstance(given, tuple) else (given,)
-        else:
-            inputs = tuple(at_hand or ())
+        texts = graph_checks.run_inputs(arg)
+        inputs = tuple(self._input(k, text) for k, text in enumerate(texts, 1)) if texts \
+            else tuple(at_hand or ())
         ran = api.graph_run(number, *inputs)
         self.host.write(f"compiled graph {number}: {cut(summarize(ran.compiled), 150)}")
         if ran.eager is not None:
             self.host.write(f"dynamo's graph, eager: {cut(summarize(ran.eager), 150)}")
         self.host.write(("same: " if ran.same else "DIFFERENT: " if ran.same is False else "")
                         + ran.difference)
+
+    def _input(self, k: int, text: str) -> object:
+        """The value of the k-th input expression of `graph run`, or one line why not."""
+        try:
+            return self.host.evaluate(text)
+        except Exception as error:  # noqa: BLE001 - the user's expression
+            raise CommandError(f"input {k} ({text}): {type(error).__name__}: {error}") from None
 
     def _graph_called_here(self) -> int | None:
         """The number of the graph called at the live stop's instruction, if any."""

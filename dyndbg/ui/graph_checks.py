@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple, Sequence
 
-from dyndbg.ui.parsing import CommandError
+from dyndbg.ui.parsing import CommandError, split_expressions
 from dyndbg.ui.values import cut, summarize
 
 ACTIONS = ("run", "capture", "bisect", "values")
@@ -110,3 +110,14 @@ def graph_number_of(words: list[str], action: str,
     if here is None:
         raise CommandError(f"usage: {USAGE[action]} (N: no graph is called at this stop)")
     return here, words
+
+
+def run_inputs(arg: str) -> list[str]:
+    """The INPUTS of `graph run [N] INPUTS...` (arg: all after `graph`), one
+    Python expression each: separated by spaces or commas outside brackets
+    and strings."""
+    rest = arg.strip()[len("run"):].lstrip()
+    first = rest.split(None, 1)
+    if first and first[0].isdigit():
+        rest = rest[len(first[0]):]
+    return split_expressions(rest)

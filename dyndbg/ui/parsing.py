@@ -85,6 +85,50 @@ def split_commands(line: str) -> Split:
     return Split(first.strip(), rest.strip() or None)
 
 
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def split_expressions(text: str) -> list[str]:
+    """Python expressions separated by spaces or commas outside brackets and
+    strings: `x torch.ones(2, 3) 'a b'` -> ['x', 'torch.ones(2, 3)', "'a b'"]."""
+    parts: list[str] = []
+    start = 0                       # where the expression being read began
+    opened: list[str] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char in "'\"":
+            i = _string_end(text, i)
+            continue
+        if char in _OPEN:
+            opened.append(char)
+        elif char in _CLOSE:
+            if not opened or _OPEN[_CLOSE.index(char)] != opened.pop():
+                raise CommandError(f"unbalanced {char!r} in {text.strip()!r}")
+        elif not opened and (char.isspace() or char == ","):
+            parts.append(text[start:i])
+            start = i + 1
+        i += 1
+    if opened:
+        raise CommandError(f"unclosed {opened[-1]!r} in {text.strip()!r}")
+    parts.append(text[start:])
+    return [part for part in parts if part]
+
+
+def _string_end(text: str, start: int) -> int:
+    """The index after the string literal that starts at `start` (a quote)."""
+    quote = text[start] * 3 if text.startswith(text[start] * 3, start) else text[start]
+    i = start + len(quote)
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+        elif text.startswith(quote, i):
+            return i + len(quote)
+        else:
+            i += 1
+    raise CommandError(f"unterminated string in {text.strip()!r}")
+
+
 # -- aliases (pdb's) --------------------------------------------------------------------------------
 _ALIAS_PARAMETER = re.compile(r"%([1-9*])")
 
