@@ -26,8 +26,8 @@ from typing import Callable
 
 from dyndbg.cpython import CALL_OPNAMES, MARKER_LOAD, call_site
 from dyndbg.dynamo.markers import breakpoint_marker
-from dyndbg.dynamo.names import GRAPH_NAME, RESUME_GLOBAL, graph_number
-from dyndbg.dynamo.registry import GeneratedCode, is_resume_name
+from dyndbg.dynamo.names import GRAPH_NAME, RESUME_GLOBAL, graph_number, is_resume_name, resume_code
+from dyndbg.dynamo.registry import GeneratedCode
 from dyndbg.engine.codeinfo import CodeInfo, Instr
 
 
@@ -173,7 +173,7 @@ class ResumeTarget(Target):
             return True
         # The global holds the resume function; the running code is it or its transform.
         codes = (entry.code, entry.original)
-        return any(getattr(value, "__code__", None) in codes
+        return any(resume_code(value) in codes
                    for name, value in frame.f_globals.items()
                    if RESUME_GLOBAL.fullmatch(name) and fnmatch.fnmatchcase(name, self.pattern))
 
