@@ -3,9 +3,10 @@ condition, ignore; and the completion of their locations."""
 from __future__ import annotations
 
 import os
+from typing import Iterable
 
 from dyndbg.dynamo.names import GRAPH_NAME, graph_number
-from dyndbg.engine.breakpoints import Breakpoint, Location
+from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable, Location
 from dyndbg.engine.targets import CatchTarget, InstructionTarget, LineTarget, Target
 from dyndbg.engine.trace_stepping import trace_line_target
 from dyndbg.ui.host import Host
@@ -14,6 +15,13 @@ from dyndbg.ui.parsing import (CommandError, InstructionSpec, Place, check_condi
                                split_condition)
 
 CATCH_EVENTS = ("compile", "recompile", "graph-break", "exception", "trace")
+
+
+def deleted_at_stop(stopped: Iterable[Breakpoint], table: BreakpointTable) -> list[str]:
+    """pdb's line for each temporary breakpoint (`tbreak`, `tbreak --trace`) that
+    the stop deleted: `Deleted breakpoint 2 at step_back.py:17`."""
+    return [f"Deleted breakpoint {bp.number} at {bp.target.describe()}" for bp in stopped
+            if bp.temporary and table.get(bp.number) is None]
 
 
 class BreakpointCommands:
@@ -186,7 +194,8 @@ class BreakpointCommands:
 
     def do_tbreak(self, arg: str) -> None:
         """tbreak [LOCATION] [, CONDITION]
-        A breakpoint deleted after its first stop (locations as for break)."""
+        A breakpoint deleted after its first stop (locations as for break,
+        --trace FILE:LINE too); that stop says so, as pdb does."""
         self._add_breakpoint(arg, temporary=True)
 
     def do_catch(self, arg: str) -> None:
