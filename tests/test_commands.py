@@ -246,6 +246,13 @@ def test_tbreak_stops_once_then_deleted(break_session: Run, places: dict[int, In
     assert all(s is None or s["index"] != places[3].index for s in stops[3:]), \
         "the temporary breakpoint stopped a second time"
     assert _row(_listing(break_session, 1), 3) is None, "tbreak 3 still listed after its stop"
+    # As pdb: the stop says the temporary breakpoint is gone; no other stop says so.
+    said = [(seg.command, line) for seg in segments(break_session.transcript)
+            for line in seg.output if line.startswith("Deleted breakpoint ")]
+    three = places[3]
+    assert said == [("clear 7", "Deleted breakpoint 7"),
+                    ("c", f"Deleted breakpoint 3 at f [0/0] instr {three.index} @{three.offset}")], \
+        said
 
 
 def test_condition_false_never_stops_then_true_stops(break_session: Run,

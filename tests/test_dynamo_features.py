@@ -509,19 +509,26 @@ def test_nested_program_unchanged(nested: Run) -> None:
 
 @pytest.fixture(scope="module")
 def method(tmp_path_factory) -> Run:
-    return run_dyndbg(MODULE_BRANCH, ["b Net.forward", "b __main__.Net.forward", "b", "c", "c"],
+    return run_dyndbg(MODULE_BRANCH, ["b Net.forward", "b __main__.Net.forward",
+                                      "b module_branch.Net.forward", "b", "c", "c"],
                       tmp_path=tmp_path_factory.mktemp("method"))
 
 
 def test_break_class_method(method: Run) -> None:
     """Net.forward is the first compiled code, so it resolves at once; it stops
-    at forward's entry in the second call (the first stop was the first call)."""
+    at forward's entry in the second call (the first stop was the first call).
+    The script's module is `__main__`; its file's name names it too, and the
+    breakpoint says so."""
     out = nth_segment(method, "b Net.forward").output
     assert out and out[0].startswith("Breakpoint 1 at Net.forward") and "forward [0/0]" in out[0], out
+    out = nth_segment(method, "b module_branch.Net.forward").output
+    assert out == ["Breakpoint 3 at module_branch.Net.forward (resolved: in forward [0/0])",
+                   "  module_branch runs as __main__: module_branch.Net.forward matches "
+                   "__main__.Net.forward"], out
     stops = continue_stops(method)
     assert len(stops) == 2 and stops[1] is None, stops
     assert stops[0] is not None and stops[0]["label"] == "forward [0/0]", stops[0]
-    assert stops[0]["index"] == 1 and stops[0]["breakpoints"] == [(1, 1), (2, 1)], stops[0]
+    assert stops[0]["index"] == 1 and stops[0]["breakpoints"] == [(1, 1), (2, 1), (3, 1)], stops[0]
 
 
 def test_method_program_unchanged(method: Run) -> None:

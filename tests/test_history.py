@@ -100,6 +100,27 @@ def test_nn_containers_are_summarised_with_their_children(tmp_path: Path) -> Non
     assert re.search(r"^\(dyndbg\) p nothing\nSequential\(\)  \(only a summary ", out, re.M), out
 
 
+def test_record_on_at_a_stop_records_the_instruction_it_is_at(tmp_path: Path) -> None:
+    """`record on` at a stop records the instruction the stop is at, not run yet
+    (as --record does before stopping there): `back` reaches it, at a step's
+    stop and at a breakpoint's; off and on again at one stop records it once."""
+    run = recorded(["record on", "record off", "record on", "n 2", "back 5", "info record",
+                    "record off", "b step_back.py:17", "c", "record on", "n", "back"],
+                   tmp_path, options=[])
+    out = run.transcript
+    first = LOCATION.match(out.splitlines()[1])
+    assert first, out[:500]
+    hit = LOCATION.match(out.split("Breakpoint 1 at step_back.py:17, hit 1\n", 1)[1])
+    assert hit, out
+    past = screens(out)
+    assert (past[0]["label"], past[0]["index"], past[0]["before"]) == \
+        (first["label"], int(first["index"]), 2), past[0]
+    assert "(dyndbg) back 5\nat the oldest recorded instruction\n" in out
+    assert "record on: 3 instructions (#0 to #2)" in out
+    assert (past[1]["label"], past[1]["index"], past[1]["before"]) == \
+        (hit["label"], int(hit["index"]), 1), past[1]
+
+
 def test_in_place_update_shows_old_then_new_values(tmp_path: Path) -> None:
     """x.add_(1) inside graph 1: before the graph's call x was [1, 1, 1] (a
     copy kept then), after it [2, 2, 2]; the live x is [2, 2, 2] throughout."""

@@ -287,6 +287,32 @@ def test_help_comes_from_the_families_docstrings() -> None:
                          "               of this code", "", "  The end."]
 
 
+def test_help_table_aligns_every_row_whatever_the_titles() -> None:
+    """`help`'s rows: each family's commands start in one column, however long
+    the longest title (the families' own, and those of a stop while dynamo compiles)."""
+    from dyndbg.ui.breakpoint_commands import BreakpointCommands
+    from dyndbg.ui.cache_commands import CacheCommands
+    from dyndbg.ui.dynamo_commands import DynamoCommands
+    from dyndbg.ui.history_commands import HistoryCommands
+    from dyndbg.ui.looking import LookingCommands
+    from dyndbg.ui.running import RunningCommands
+    from dyndbg.ui.session_commands import SessionCommands, help_table
+    from dyndbg.ui.trace_commands import TraceCommands
+
+    families = [RunningCommands, BreakpointCommands, DynamoCommands, CacheCommands,
+                LookingCommands, HistoryCommands, SessionCommands]
+    for titles in ([cls.title for cls in families], [TraceCommands.title, "as anywhere"],
+                   ["a", "a much longer title than any family has"]):
+        rows = [(title, f"commands of {title}") for title in titles]
+        lines = help_table(rows)
+        columns = {line.index(f"commands of {title}") for line, title in zip(lines, titles)}
+        assert len(columns) == 1, lines
+        longest = max(len(title) for title in titles)
+        assert columns == {2 + longest + 2}, lines
+        assert all(line.startswith(f"  {title} ") for line, title in zip(lines, titles)), lines
+    assert help_table([]) == []
+
+
 def test_every_command_has_a_usage_line() -> None:
     from dyndbg.ui.breakpoint_commands import BreakpointCommands
     from dyndbg.ui.dynamo_commands import DynamoCommands

@@ -156,5 +156,12 @@ def test_bad_lines_seen_on_real_sessions(tmp_path: Path) -> None:
     no_traceback(run)
     text = run.transcript
     assert "(dyndbg) ?\nCommands (type 'help COMMAND' for one):" in text
+    # its table: every family's commands start in one column (the longest title decides)
+    rows = text.split("(dyndbg) ?\nCommands (type 'help COMMAND' for one):\n", 1)[1]
+    rows = rows.split("\nAnything else is Python", 1)[0].splitlines()
+    assert len(rows) >= 7 and any(row.startswith("  editing the cache ") for row in rows), rows
+    # where each row's first command starts (each row lists several, comma-separated)
+    columns = {row.rfind(" ", 0, row.index(",")) + 1 for row in rows}
+    assert len(columns) == 1, rows
     assert text.count("\n42\n") == 1
     assert "*** instruction index must be a whole number, not '²'" in text

@@ -30,6 +30,7 @@ PRINT_LINE = line_of('print("first graph break")')
 SCALE_LINE = line_of("return t * k")
 IF_LINE = line_of("if b.sum() > 0:")
 RELU_LINE = line_of("b = scale(a, 2).relu()")
+SIN_LINE = line_of("a = x.sin() + n")
 
 
 def explained_reasons() -> list[str]:
@@ -152,10 +153,12 @@ def test_first_compile_restart_graph_break_and_recompile_of_f(tmp_path):
 def test_trace_breakpoint_in_an_inlined_function_then_return_and_bad_input(tmp_path):
     """b --trace FILE:LINE stops where dynamo inlines that line; r goes back
     to the caller's next instruction; what has no meaning while compiling
-    says so in one line."""
+    says so in one line. A tbreak --trace says, at its stop, that it is
+    deleted (as pdb does), and is gone."""
     run = run_dyndbg(PROGRAM, [f"b --trace traced_compiles.py:{SCALE_LINE}", "c", "where",
                                "cache", "graph 2", "catch trace a b", "b --trace nowhere",
-                               "p len(__stack__) >= 0", "r", "where", "nl", "c"],
+                               "p len(__stack__) >= 0", "r", "where", "nl",
+                               f"tbreak --trace traced_compiles.py:{SIN_LINE}", "c", "c", "b"],
                      tmp_path)
     text = run.transcript
     assert run.returncode == 0, run.stderr + text[-3000:]
@@ -184,6 +187,18 @@ def test_trace_breakpoint_in_an_inlined_function_then_return_and_bad_input(tmp_p
     command, moved = steps[10]
     assert command == "nl" and re.match(rf"\[compile \d+/0\] traced_compiles\.py:{IF_LINE} in "
                                         r"torch_dynamo_resume_in_f_at_\d+$", moved[0]), moved
+    # tbreak --trace: past the graph break at the `if`, f's recompile traces its first
+    # line; the stop says the breakpoint is gone, and the recompile's restart does not stop there
+    command, made = steps[11]
+    number = re.fullmatch(rf"Temporary breakpoint (\d+) at --trace traced_compiles\.py:{SIN_LINE}",
+                          made[0])
+    assert number, made
+    command, hit = steps[13]
+    assert hit[0] == f"Deleted breakpoint {number[1]} at --trace traced_compiles.py:{SIN_LINE}", hit
+    assert re.match(rf"\[compile \d+/1\] .*traced_compiles\.py:{SIN_LINE} in f .*"
+                    rf"breakpoint {number[1]}\)$", hit[1]), hit
+    assert not any(line.startswith(f"{number[1]} ") for line in steps[14][1]), steps[14]
+    assert text.count(f"(breakpoint {number[1]})") == 1, text
 
 
 def _made(stdout: str) -> dict:

@@ -33,6 +33,12 @@ differences belong here too.
   prologue)" mark; one without the classes and methods hooked gets one line
   at `catch trace` naming what it lacks, and no trace stop
   (`TraceHooks.missing`).
+- the same on 2.13, 2.14 and 2.15 (read by names.resume_code):
+  `OutputGraph.install_resume_function_global` installs a resume function
+  with free variables (that of a closure's call dynamo inlined) as a factory,
+  `_make_fn(closure)`, holding the resume function's code in its closure (a
+  loaded package's `_make_fn` holds it as a default); one without free
+  variables as the function itself.
 - 2.14: a lazy VariableTracker's cache is a `LazyCache` or a
   `ComputedLazyCache` (2.13: `LazyCache` only), each with its own `realize`:
   `lazy_caches`.

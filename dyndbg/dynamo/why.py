@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from dyndbg.dynamo.break_reasons import BreakReason
 from dyndbg.dynamo.compile_context import stack_of
-from dyndbg.dynamo.names import RESUME_GLOBAL
+from dyndbg.dynamo.names import RESUME_GLOBAL, resume_code
 
 if TYPE_CHECKING:
     from dyndbg.dynamo.guard_walk import GuardLine
@@ -39,12 +39,11 @@ def made_by(entry: GeneratedCode, frame_globals: dict, registry: Registry) -> Or
     none to dyndbg: the compile ran before dyndbg was attached)."""
     if not entry.is_resume:
         return None
-    resume_code = entry.original if entry.original is not None else entry.code
+    made = entry.original if entry.original is not None else entry.code
     for other in reversed(registry.entries()):
         for name in other.code.co_names:
             if RESUME_GLOBAL.fullmatch(name):
-                function = frame_globals.get(name)
-                if getattr(function, "__code__", None) is resume_code:
+                if resume_code(frame_globals.get(name)) is made:
                     return Origin(other, other.breaks[-1] if other.breaks else None)
     return None
 

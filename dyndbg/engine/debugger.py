@@ -71,7 +71,7 @@ class Engine:
                                  on_give_up=self._gave_up)
         # Stops while dynamo compiles (`catch trace`, `b --trace`): hooked on first use.
         self.trace = TraceStepper(self.breakpoints, frontend, self.internal_error,
-                                  busy=lambda: self._in_stop)
+                                  busy=lambda: self._stopped is not None)
         self.snapshots = Snapshots()    # the stacks read, for exception stops and `up`
         self.failures = FailureLog()                   # for post_mortem()
         self.history = History()                       # `record on`: what ran, to step back
@@ -83,7 +83,8 @@ class Engine:
         self.tracer: Tracer = make_tracer(self, frontend.message)
         self.registry.on_add = self._code_added
         self.interrupts = Interrupts(self, frontend.message)
-        self._in_stop = False                          # at a stop in generated code
+        self._stopped: Stop | None = None              # the stop in generated code at the prompt
+        self._stop_recorded = False                    # its instruction is in the history
         self._generated = self.registry.by_id          # for the hot paths: id(code) -> entry
         self._stopped_exception: BaseException | None = None
 
@@ -167,8 +168,19 @@ class Engine:
     def recording(self, on: bool) -> None:
         if not on:
             self.history.pause()
+        elif self._stopped is not None and not self._stop_recorded:
+            self._record_stop(self._stopped)
         self.history.on = self.policy.history = on
         self._resume_with(self._mode)   # every instruction is delivered while on
+
+    def _record_stop(self, stop: Stop) -> None:
+        """`record on` at a stop: the instruction it is at, not run yet, is the
+        first recorded (with recording on, the tracer records each instruction
+        just before it stops there). Not at an exception or post mortem: the
+        failing instruction has run."""
+        if stop.reason in (StopReason.STEP, StopReason.BREAKPOINT):
+            self.history.record(stop.frame, stop.entry, stop.info)
+            self._stop_recorded = True
 
     @property
     def in_condition(self) -> bool:
@@ -248,7 +260,7 @@ class Engine:
     @property
     def at_prompt(self) -> bool:
         """The front end is serving a stop: in generated code, or while dynamo compiles."""
-        return self._in_stop or self.trace.at_prompt
+        return self._stopped is not None or self.trace.at_prompt
 
     # -- queries ----------------------------------------------------------------
     def entry_for(self, code: types.CodeType) -> GeneratedCode | None:
@@ -413,11 +425,11 @@ class Engine:
         if stop.reason is not StopReason.POST_MORTEM:
             self.tracer.keep(stop.frame)   # its state here lasts until it returns
         maybe_fault("render")
-        self._in_stop = True
+        self._stopped, self._stop_recorded = stop, self.history.on
         try:
             self.frontend.interact(stop)
         finally:
-            self._in_stop = False
+            self._stopped = None
 
     def internal_error(self, where: str, error: BaseException) -> None:
         """An error inside dyndbg: say so once, detach, let the program go on."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from dyndbg.cpython import is_return
-from dyndbg.dynamo.registry import is_resume_name
+from dyndbg.dynamo.names import is_resume_name
 from dyndbg.engine.codeinfo import Instr
 
 

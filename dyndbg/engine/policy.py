@@ -13,7 +13,7 @@ import types
 
 from dyndbg.cpython import entry_names_may_change
 from dyndbg.dynamo import GeneratedCode, Registry
-from dyndbg.dynamo.names import RESUME_GLOBAL
+from dyndbg.dynamo.names import RESUME_GLOBAL, resume_code
 from dyndbg.engine.breakpoints import ArmingPlan, BreakpointTable
 from dyndbg.engine.targets import MarkerTarget
 from dyndbg.engine.codeinfo import code_info
@@ -138,7 +138,7 @@ class TracePolicy:
         if frame is None:
             return bool(names)
         for name in names:
-            code = getattr(frame.f_globals.get(name), "__code__", None)
+            code = resume_code(frame.f_globals.get(name))
             if code is None or self.registry.has_transform(code):
                 continue
             resume = self.registry.get(code)

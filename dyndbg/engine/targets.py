@@ -26,8 +26,8 @@ from typing import Callable
 
 from dyndbg.cpython import CALL_OPNAMES, MARKER_LOAD, call_site
 from dyndbg.dynamo.markers import breakpoint_marker
-from dyndbg.dynamo.names import GRAPH_NAME, RESUME_GLOBAL, graph_number
-from dyndbg.dynamo.registry import GeneratedCode, is_resume_name
+from dyndbg.dynamo.names import GRAPH_NAME, RESUME_GLOBAL, graph_number, is_resume_name, resume_code
+from dyndbg.dynamo.registry import GeneratedCode
 from dyndbg.engine.codeinfo import CodeInfo, Instr
 
 
@@ -173,7 +173,7 @@ class ResumeTarget(Target):
             return True
         # The global holds the resume function; the running code is it or its transform.
         codes = (entry.code, entry.original)
-        return any(getattr(value, "__code__", None) in codes
+        return any(resume_code(value) in codes
                    for name, value in frame.f_globals.items()
                    if RESUME_GLOBAL.fullmatch(name) and fnmatch.fnmatchcase(name, self.pattern))
 
@@ -181,23 +181,37 @@ class ResumeTarget(Target):
         return "resume" if self.pattern == "*" else self.pattern
 
 
-def module_name_of(filename: str) -> str | None:
-    """The name of the loaded module whose file is `filename` (`__main__` for a script)."""
+def main_module_name() -> str | None:
+    """The name the code run as `__main__` has as a module, where no other
+    loaded module has it: `pkg.mod` under `-m pkg.mod` (its spec's name),
+    `prog` for the script prog.py; else None."""
+    main = sys.modules.get("__main__")
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    if not isinstance(name, str) or name == "__main__":
+        path = getattr(main, "__file__", None)
+        if not isinstance(path, str):
+            return None
+        name, ext = os.path.splitext(os.path.basename(path))
+        if ext != ".py" or not name.isidentifier():
+            return None
+    return name if sys.modules.get(name) is None else None
+
+
+def module_names_of(filename: str) -> list[str]:
+    """The names of the loaded modules whose file is `filename` (`__main__` for
+    the script), and the script's also by its name as a module (main_module_name)."""
     real = os.path.realpath(filename)
-    for name, module in list(sys.modules.items()):
-        path = getattr(module, "__file__", None)
-        if isinstance(path, str) and os.path.realpath(path) == real:
-            return name
-    return None
+    names = [name for name, module in list(sys.modules.items())
+             if isinstance(path := getattr(module, "__file__", None), str)
+             and os.path.realpath(path) == real]
+    alias = main_module_name() if "__main__" in names else None
+    return names + [alias] if alias is not None else names
 
 
 def function_names(function: str, qualname: str, filename: str) -> list[str]:
-    """What a function pattern is matched against: `f`, `Net.forward`, `mod.Net.forward`."""
-    names = [function, qualname]
-    module = module_name_of(filename)
-    if module is not None:
-        names.append(f"{module}.{qualname}")
-    return names
+    """What a function pattern is matched against: `f`, `Net.forward`,
+    `mod.Net.forward` (for the script, `__main__.Net.forward` and `prog.Net.forward`)."""
+    return [function, qualname, *(f"{module}.{qualname}" for module in module_names_of(filename))]
 
 
 @dataclass

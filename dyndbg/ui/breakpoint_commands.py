@@ -3,10 +3,12 @@ condition, ignore; and the completion of their locations."""
 from __future__ import annotations
 
 import os
+from typing import Iterable
 
 from dyndbg.dynamo.names import GRAPH_NAME, graph_number
-from dyndbg.engine.breakpoints import Breakpoint, Location
-from dyndbg.engine.targets import CatchTarget, InstructionTarget, LineTarget, Target
+from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable, Location
+from dyndbg.engine.targets import (CatchTarget, FunctionTarget, InstructionTarget, LineTarget,
+                                  Target, TraceCatchTarget, main_module_name)
 from dyndbg.engine.trace_stepping import trace_line_target
 from dyndbg.ui.host import Host
 from dyndbg.ui.parsing import (CommandError, InstructionSpec, Place, check_condition,
@@ -14,6 +16,24 @@ from dyndbg.ui.parsing import (CommandError, InstructionSpec, Place, check_condi
                                split_condition)
 
 CATCH_EVENTS = ("compile", "recompile", "graph-break", "exception", "trace")
+
+
+def deleted_at_stop(stopped: Iterable[Breakpoint], table: BreakpointTable) -> list[str]:
+    """pdb's line for each temporary breakpoint (`tbreak`, `tbreak --trace`) that
+    the stop deleted: `Deleted breakpoint 2 at step_back.py:17`."""
+    return [f"Deleted breakpoint {bp.number} at {bp.target.describe()}" for bp in stopped
+            if bp.temporary and table.get(bp.number) is None]
+
+
+def main_module_note(target: Target) -> str | None:
+    """The line that says a function pattern names the program run as `__main__`
+    by its module name (`prog.Net.forward` for prog.py), which it matches."""
+    alias = main_module_name()
+    if not isinstance(target, (FunctionTarget, TraceCatchTarget)) or alias is None or \
+            not target.pattern.startswith(alias + "."):
+        return None
+    rest = target.pattern[len(alias) + 1:]
+    return f"  {alias} runs as __main__: {target.pattern} matches __main__.{rest}"
 
 
 class BreakpointCommands:
@@ -120,6 +140,12 @@ class BreakpointCommands:
         resolution = self.resolution(bp)
         self.host.write(f"{kind} {bp.number} at {target.describe()}"
                         + (f" ({resolution})" if resolution else ""))
+        self._say_main_module(target)
+
+    def _say_main_module(self, target: Target) -> None:
+        note = main_module_note(target)
+        if note is not None:
+            self.host.write(note)
 
     def _breakpoints_named(self, arg: str) -> list[Breakpoint]:
         return [self._breakpoint(number) for number in parse_numbers(arg)]
@@ -142,6 +168,8 @@ class BreakpointCommands:
                                 entry to resume functions
           FUNC, Class.method, module.FUNC
                                 entry to the transformed code of a function
+                                (the script's module: __main__, or its file's
+                                name, prog for prog.py)
           --trace FILE:LINE     while dynamo compiles: where it reaches that
                                 line of your code, inlined calls included
         Names may be globs and may name code not compiled yet: the breakpoint
@@ -186,7 +214,8 @@ class BreakpointCommands:
 
     def do_tbreak(self, arg: str) -> None:
         """tbreak [LOCATION] [, CONDITION]
-        A breakpoint deleted after its first stop (locations as for break)."""
+        A breakpoint deleted after its first stop (locations as for break,
+        --trace FILE:LINE too); that stop says so, as pdb does."""
         self._add_breakpoint(arg, temporary=True)
 
     def do_catch(self, arg: str) -> None:
@@ -213,6 +242,7 @@ class BreakpointCommands:
         if event == "trace":
             bp = engine.trace.catch(rest or "*")
             self.host.write(f"Catchpoint {bp.number} ({bp.target.describe()})")
+            self._say_main_module(bp.target)
             return
         bp = engine.breakpoints.add(CatchTarget(event, since=engine.registry.count()))
         self.host.write(f"Catchpoint {bp.number} ({event})")

@@ -50,8 +50,9 @@ class HistoryCommands:
         While on, every instruction that runs in dynamo-generated frames is
         recorded with its value stack and locals as they were before it ran
         (tensors of up to record-copy-limit elements as copies, other
-        mutable objects as a summary taken then); back, forward, history and
-        present move through it (--record: on from the start). Without an
+        mutable objects as a summary taken then), from the instruction of the
+        stop it is turned on at; back, forward, history and present move
+        through it (--record: on from the start). Without an
         argument (or `info record`): what is held, and the bounds (set
         record-size N, set record-memory 512MB, set record-copy-limit N)."""
         value = arg.strip()

@@ -4,7 +4,7 @@ options of `set`, and help, which pdb-like comes from the `do_*` docstrings
 from __future__ import annotations
 
 import inspect
-from typing import Callable
+from typing import Callable, Sequence
 
 from dyndbg.ui import values
 from dyndbg.ui.host import Host
@@ -29,6 +29,13 @@ def command_help(doc: str) -> list[str]:
     its own indentation kept, as pdb's (break's table of locations)."""
     first, *rest = inspect.cleandoc(doc).splitlines()
     return [first] + [f"  {line}" if line.strip() else "" for line in rest]
+
+
+def help_table(rows: Sequence[tuple[str, str]]) -> list[str]:
+    """`help`'s table: each title padded to the longest title, then its text, so
+    that every row's text starts in one column."""
+    width = max((len(title) for title, _ in rows), default=0)
+    return [f"  {title:<{width}}  {text}" for title, text in rows]
 
 
 class SessionCommands:
@@ -166,15 +173,17 @@ class SessionCommands:
         if host.trace_stop is not None:
             from dyndbg.ui.trace_commands import ANYWHERE
             host.write("At a stop while dynamo compiles (type 'help COMMAND' for one):")
-            host.write(f"  {host.tracing.title:<12} "
-                       + ", ".join(usage(c) for c in commands_of(host.tracing)))
-            host.write(f"  {'as anywhere':<12} " + ", ".join(sorted(ANYWHERE)))
+            rows = [(host.tracing.title, ", ".join(usage(c) for c in commands_of(host.tracing))),
+                    ("as anywhere", ", ".join(sorted(ANYWHERE)))]
+            for line in help_table(rows):
+                host.write(line)
             host.write("Anything else is Python: the symbolic locals (dynamo's "
                        "VariableTrackers), __stack__, __graph__, __tx__.")
             return
         host.write("Commands (type 'help COMMAND' for one):")
-        for family in host.families:
-            host.write(f"  {family.title:<12} " + ", ".join(usage(c) for c in commands_of(family)))
+        for line in help_table([(family.title, ", ".join(usage(c) for c in commands_of(family)))
+                                for family in host.families]):
+            host.write(line)
         host.write("Anything else is Python, run in the selected frame "
                    "(__stack__ is the value stack); '!' forces Python.")
         host.write("An empty line repeats the last command; ';;' separates commands.")

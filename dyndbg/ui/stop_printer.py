@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Protocol, TextIO
 from dyndbg.dynamo import why
 from dyndbg.engine.stop import Stop, StopReason
 from dyndbg.ui import boundaries, render
+from dyndbg.ui.breakpoint_commands import deleted_at_stop
 from dyndbg.ui.values import exception_text
 
 if TYPE_CHECKING:
@@ -53,6 +54,8 @@ class StopPrinter:
                 session.write(f"Catchpoint {bp.number} ({event}), hit {bp.hits}")
             else:
                 session.write(f"Breakpoint {bp.number} at {bp.target.describe()}, hit {bp.hits}")
+        for line in deleted_at_stop(stop.breakpoints, session.engine.breakpoints):
+            session.write(line)
         if stop.why:
             session.write(f"Stopped {stop.why}")
         if stop.exception is not None:

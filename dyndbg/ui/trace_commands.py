@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from dyndbg.dynamo.symbolic_trace import TracePoint
 from dyndbg.dynamo.symbolic_values import SymbolicValue, is_variable_tracker
 from dyndbg.engine.trace_stepping import TraceStep, TraceStop
+from dyndbg.ui.breakpoint_commands import deleted_at_stop
 from dyndbg.ui.host import Family, Host
 from dyndbg.ui.parsing import CommandError
 from dyndbg.ui.values import safe_repr
@@ -82,6 +83,8 @@ class TraceCommands:
         caught = ", ".join(f"{'catchpoint' if bp.kind == 'catch' else 'breakpoint'} "
                            f"{bp.number}" for bp in stop.breakpoints)
         caught = f" ({caught})" if caught else ""
+        for line in deleted_at_stop(stop.breakpoints, self.host.engine.breakpoints):
+            write(line)
         event = trace_event(stop, caught)
         if event:
             write(f"{tag} {event}")
