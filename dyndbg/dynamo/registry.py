@@ -14,16 +14,8 @@ from typing import Callable
 from dyndbg.dynamo.break_reasons import BreakReason
 from dyndbg.dynamo.compile_context import GuardStack
 from dyndbg.dynamo.markers import has_marker
+from dyndbg.dynamo.names import is_resume_name
 from dyndbg.dynamo.recompile_reasons import RecompileReason
-
-# torch 2.x names resume functions torch_dynamo_resume_in_<fn>_at_<line>;
-# older releases used "<resume in fn>".
-RESUME_PREFIXES = ("torch_dynamo_resume_in_", "<resume in ")
-
-
-def is_resume_name(name: str) -> bool:
-    return name.startswith(RESUME_PREFIXES)
-
 
 @dataclass
 class GeneratedCode:

@@ -12,7 +12,7 @@ from dyndbg.dynamo import why
 from dyndbg.dynamo.break_reasons import BreakReason
 from dyndbg.dynamo.graphs import graph_info
 from dyndbg.dynamo.names import GRAPH_NAME, graph_number
-from dyndbg.dynamo.registry import is_resume_name
+from dyndbg.dynamo.names import is_resume_name
 from dyndbg.engine.stop import Stop
 from dyndbg.ui.values import summarize
 

@@ -18,7 +18,7 @@ import types
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from dyndbg.dynamo import GeneratedCode
-from dyndbg.dynamo.registry import RESUME_PREFIXES
+from dyndbg.dynamo.names import RESUME_PREFIXES
 from dyndbg.engine.breakpoints import ArmingPlan
 from dyndbg.engine.modes import TraceLevel
 from dyndbg.engine.threads import ENGINE_LOCK

@@ -30,7 +30,7 @@ import types
 from dyndbg import cores
 from dyndbg.cpython.tracing import prepare_settrace
 from dyndbg.dynamo import GeneratedCode
-from dyndbg.dynamo.registry import RESUME_PREFIXES
+from dyndbg.dynamo.names import RESUME_PREFIXES
 from dyndbg.engine.breakpoints import ArmingPlan
 from dyndbg.engine.exceptions import PASSES_THROUGH
 from dyndbg.engine.modes import TraceLevel
