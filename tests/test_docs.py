@@ -203,15 +203,16 @@ def test_transcript_session_is_real(session: Session) -> None:
 
 
 def command_blocks() -> list[Block]:
-    return [b for b in page_blocks() if b.kind == "command"]
+    return [b for page in PAGES for b in page_blocks(page) if b.kind == "command"]
 
 
-@pytest.mark.parametrize("block", command_blocks(), ids=lambda b: f"line{b.line}")
+@pytest.mark.parametrize("block", command_blocks(), ids=lambda b: f"{b.page.stem}:line{b.line}")
 def test_command_output_is_real(block: Block) -> None:
     if block.arg == "release" and not _on_page_release():
         pytest.skip(f"this command's output (torch's traceback) is what {PAGE_RELEASE} writes")
     head = block.lines[0]
-    assert head.startswith("$ "), f"{PAGE.name}:{block.line}: a command block starts with '$ '"
+    page = block.page
+    assert head.startswith("$ "), f"{page.name}:{block.line}: a command block starts with '$ '"
     # `python` is this interpreter, wherever it stands in the pipeline's first command.
     command = re.sub(r"(^|\s)python(\s)", lambda m: m.group(1) + shlex.quote(sys.executable)
                      + m.group(2), head[2:], count=1)
@@ -219,7 +220,7 @@ def test_command_output_is_real(block: Block) -> None:
                           capture_output=True, text=True, timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stderr
     expected = [(text, block.line + 1 + i) for i, text in enumerate(block.lines[1:])]
-    assert_same(f"command at {PAGE.name}:{block.line}", expected, proc.stdout)
+    assert_same(f"command at {page.name}:{block.line}", expected, proc.stdout, page)
 
 
 @pytest.mark.parametrize("block", [b for b in page_blocks() if b.kind == "file"],

@@ -60,6 +60,12 @@ class BreakReason(NamedTuple):
         return found.group(1).upper() if found else None
 
     @property
+    def gb_ids(self) -> tuple[str, ...]:
+        """Each GB id the text links to, in order: in a chain of breaks (torch's
+        "while handling this graph break, another ..."), one per break that has one."""
+        return tuple(found.group(1).upper() for found in _LINK.finditer(self.text))
+
+    @property
     def where(self) -> str:
         """`file.py:12`: the user's line where the graph broke."""
         if not self.user_stack:

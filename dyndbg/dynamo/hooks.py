@@ -7,6 +7,8 @@
   everything; the engine uses it to turn tracing on only when needed.
 - compile start/end callbacks: the engine suspends tracing while dynamo compiles.
 - the backend's call: a copy of each graph as dynamo traced it (graph_copies.py).
+- a function dynamo gives up on (give_ups.py) or skips (frame_skips.py): told
+  to the engine; a skip is also kept on the generated code that called it.
 Where torch lacks the C callback (or DYNDBG_NO_CALLBACK=1), `has_callback` is
 False and the engine falls back to a global trace function.
 """
@@ -16,8 +18,10 @@ import os
 import types
 from typing import TYPE_CHECKING, Callable
 
-from dyndbg.dynamo import give_ups, graph_copies
+from dyndbg.dynamo import frame_skips, give_ups, graph_copies
+from dyndbg.dynamo.compile_context import program_frame
 from dyndbg.dynamo.compile_log import CompileLog
+from dyndbg.dynamo.frame_skips import FrameSkip
 from dyndbg.dynamo.registry import Registry
 from dyndbg.faults import maybe_fault
 
@@ -52,7 +56,8 @@ class DynamoHooks:
                  on_compile_end: Callable[[], None],
                  report_error: Callable[[str, BaseException], None],
                  force_fallback: bool = False,
-                 on_give_up: Callable[[give_ups.GiveUp], None] | None = None) -> None:
+                 on_give_up: Callable[[give_ups.GiveUp], None] | None = None,
+                 on_skip: Callable[[FrameSkip], None] | None = None) -> None:
         self.registry = registry
         self._on_code_start = on_code_start
         self._on_compile_start = on_compile_start
@@ -69,6 +74,8 @@ class DynamoHooks:
         self._log = CompileLog(registry)           # torch's account of each compile
         self._on_give_up = on_give_up              # dynamo gave up on a function
         self._give_ups: give_ups.GiveUpHandler | None = None
+        self._on_skip = on_skip                    # dynamo skipped a frame
+        self._watching_skips = False
 
     # -- installation -----------------------------------------------------
     def shield(self, *functions: Callable[..., object] | types.CodeType) -> None:
@@ -83,6 +90,8 @@ class DynamoHooks:
         graph_copies.keep()     # dynamo's graphs as traced, for graph run / bisect
         if self._on_give_up is not None:
             self._give_ups = give_ups.install(self._gave_up)
+        if self._on_skip is not None:
+            self._watching_skips = frame_skips.listen(self._skipped)
         handler = torch._dynamo.callback_handler
         handler.register_start_callback(self._compile_start)
         handler.register_end_callback(self._compile_end)
@@ -143,6 +152,9 @@ class DynamoHooks:
             if self._give_ups is not None:
                 give_ups.remove(self._give_ups)
                 self._give_ups = None
+            if self._watching_skips:
+                frame_skips.stop_listening(self._skipped)
+                self._watching_skips = False
             torch._dynamo.callback_handler.remove_start_callback(self._compile_start)
             torch._dynamo.callback_handler.remove_end_callback(self._compile_end)
         except Exception:  # noqa: BLE001 - already gone
@@ -171,6 +183,20 @@ class DynamoHooks:
             self._on_give_up(give_up)
         except BaseException as error:  # noqa: BLE001 - called from torch's logging
             self._report_error("recompile-limit notice", error)
+
+    def _skipped(self, skip: FrameSkip) -> None:
+        """Dynamo skipped a frame (torch suppressed its compile's exception):
+        kept on the generated code that called it, where one did, then told."""
+        if self._quiet or self._on_skip is None:
+            return
+        try:
+            caller = program_frame()
+            entry = self.registry.get(caller.f_code) if caller is not None else None
+            if entry is not None:
+                entry.skipped += (skip,)
+            self._on_skip(skip)
+        except BaseException as error:  # noqa: BLE001 - called from torch's suppression
+            self._report_error("frame-skip notice", error)
 
     def _code_callback(self, code: types.CodeType) -> None:
         # Called from C++: an exception escaping here aborts the process.

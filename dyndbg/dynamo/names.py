@@ -1,4 +1,5 @@
-"""Readable names for the globals dynamo installs in user modules.
+"""Readable names for the globals dynamo installs in user modules, and the
+names of the resume functions it makes.
 
 `__compiled_fn_2_58b2…` is graph 2, `__resume_at_70_3` is a resume function
 (named by its code: `resume_code`), `__import_torch_dot_nn` is the module
@@ -11,14 +12,14 @@ import sys
 import types
 from typing import Iterable
 
+# torch 2.x names resume functions torch_dynamo_resume_in_<fn>_at_<line>;
+# older releases used "<resume in fn>".
+RESUME_PREFIXES = ("torch_dynamo_resume_in_", "<resume in ")
 # The suffix is a uuid in torch 2.x; any word suffix is accepted.
 GRAPH_NAME = re.compile(r"__compiled_fn_(\d+)(?:_\w*)?")
 RESUME_GLOBAL = re.compile(r"__resume_at_\d+_\d+")
 IMPORT_GLOBAL = re.compile(r"__import_\w+")
 BUILTINS_GLOBAL = re.compile(r"__builtins_dict___\d+")
-# torch 2.x names resume functions torch_dynamo_resume_in_<fn>_at_<line>;
-# older releases used "<resume in fn>".
-RESUME_PREFIXES = ("torch_dynamo_resume_in_", "<resume in ")
 _DYNAMO_GLOBAL = re.compile("|".join(p.pattern for p in
                                      (GRAPH_NAME, RESUME_GLOBAL, IMPORT_GLOBAL, BUILTINS_GLOBAL)))
 

@@ -13,6 +13,7 @@ from typing import Callable
 
 from dyndbg.dynamo.break_reasons import BreakReason
 from dyndbg.dynamo.compile_context import GuardStack
+from dyndbg.dynamo.frame_skips import FrameSkip
 from dyndbg.dynamo.markers import has_marker
 from dyndbg.dynamo.names import is_resume_name
 from dyndbg.dynamo.recompile_reasons import RecompileReason
@@ -33,6 +34,7 @@ class GeneratedCode:
     because: tuple[RecompileReason, ...] = ()  # older entries' failing guards that compiled it
     guard_stacks: tuple[GuardStack, ...] = ()  # its guards' user stacks, as torch recorded them
     called_from: str | None = None       # the program's call that made its compile
+    skipped: tuple[FrameSkip, ...] = ()  # functions it called that dynamo skipped (torch's account)
 
     @property
     def function(self) -> str:

@@ -46,6 +46,15 @@ differences belong here too.
   `__torch_function__` disabled for the thread when the tree throws (a strided
   nested tensor where a TENSOR_MATCH expects a dense one makes `check` throw);
   2.15 restores it. dyndbg restores it itself on every release: `guard_check`.
+- the same on 2.13 and 2.15 (read in both; older releases make the same
+  call): `ConvertFrame.__call__` calls convert_frame's module global
+  `format_error_msg(e, code, record_filename, frame)` only where it suppresses
+  a compile's exception and skips the frame (frame_skips.py wraps it); the
+  exception's `gb_type`, `msg`, `real_stack`, `compile_id` and
+  `frame_exec_strategy` (the recompile limit's RUN_ONLY).
+- 2.15: an exception may skip the frame for this call only
+  (`apply_to_code` False); 2.13 has no such attribute and skips the code
+  from then on: frame_skips.py reads it with that default.
 """
 from __future__ import annotations
 

@@ -9,6 +9,8 @@ and at graph-break stops (the prompt, the editor's console), computed once.
   when it was compiled, as torch recorded it (dynamo/recompile_reasons.py),
   and for this call (guards.explain_entry).
 - `[i/0]`: the function's first compile.
+- A function this code called that dynamo skipped (dynamo/frame_skips.py):
+  torch's reason, and that it runs eagerly.
 - `why guard N`: the user stack torch recorded when dynamo installed guard N
   of the `guards` listing (dynamo/compile_context.py).
 """
@@ -21,6 +23,7 @@ from dyndbg.dynamo.compile_context import stack_of
 from dyndbg.dynamo.names import RESUME_GLOBAL, resume_code
 
 if TYPE_CHECKING:
+    from dyndbg.dynamo.frame_skips import FrameSkip
     from dyndbg.dynamo.guard_walk import GuardLine
     from dyndbg.dynamo.guards import EntryExplanation
     from dyndbg.dynamo.registry import GeneratedCode, Registry
@@ -83,6 +86,10 @@ def explain(entry: GeneratedCode, frame_globals: dict, registry: Registry,
                          "it after its graph break")
             lines += break_lines(origin.reason, details=True) if origin.reason is not None else \
                 ["  (torch's reason is not known: that compile ran before dyndbg attached)"]
+            code = entry.original if entry.original is not None else entry.code
+            for skip in [s for s in origin.caller.skipped if s.code is code]:
+                lines.append(f"dynamo skipped compiling it {skip.at}; {skip.runs}:")
+                lines += skip_lines(skip)
     elif entry.compile_id is not None and not entry.compile_id.endswith("/0"):
         lines.append(f"{entry.label()} is a recompile of {entry.function}: for the call that "
                      "compiled it, each older entry failed a guard (torch's account):")
@@ -104,7 +111,16 @@ def explain(entry: GeneratedCode, frame_globals: dict, registry: Registry,
                      "function for the rest:")
         for reason in entry.breaks:
             lines += ["  " + line for line in break_lines(reason, details=True)]
+    for skip in entry.skipped:
+        lines.append(f"{entry.label()} called {skip.function}, which dynamo skipped {skip.at}; "
+                     f"{skip.runs}:")
+        lines += skip_lines(skip)
     return lines
+
+
+def skip_lines(skip: FrameSkip) -> list[str]:
+    """Torch's reason for a frame it skipped, its line, explanations and hints."""
+    return [f"  torch's reason: {skip.cause}"] + [f"  {line}" for line in skip.reason.details]
 
 
 def guard_story(entry: GeneratedCode, line: GuardLine) -> list[str]:

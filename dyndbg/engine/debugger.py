@@ -14,12 +14,10 @@ from typing import Protocol
 from dyndbg import cores
 from dyndbg.cpython import StackUnavailable, read_value_stack, stack_support
 from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
-from dyndbg.dynamo.compile_context import program_frame
 from dyndbg.dynamo.edits import EDITS
-from dyndbg.dynamo.give_ups import GiveUp
 from dyndbg.dynamo.markers import torch_has_marker
 from dyndbg.engine.breakpoints import BreakpointTable
-from dyndbg.engine.targets import CatchTarget
+from dyndbg.engine.dynamo_notices import DynamoNotices
 from dyndbg.engine.codeinfo import CodeInfo, Instr, code_info
 from dyndbg.engine.conditions import Conditions
 from dyndbg.engine.exceptions import ConditionInterrupted, DyndbgQuit
@@ -66,9 +64,10 @@ class Engine:
         self.conditions = Conditions()   # before the tracer: its compiled callbacks use them
         self._mode = Mode()
         self.detached = False
+        self.notices = DynamoNotices(frontend.message, self.breakpoints, self.stop_soon)
         self.hooks = DynamoHooks(self.registry, self._on_code_start, self._suspend,
                                  self._resume, self.internal_error, force_fallback,
-                                 on_give_up=self._gave_up)
+                                 on_give_up=self.notices.gave_up, on_skip=self.notices.skipped)
         # Stops while dynamo compiles (`catch trace`, `b --trace`): hooked on first use.
         self.trace = TraceStepper(self.breakpoints, frontend, self.internal_error,
                                   busy=lambda: self._stopped is not None)
@@ -239,17 +238,6 @@ class Engine:
         elif caller and frame is not None:
             where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
             self.mode.why = f"at the first generated code since {caller} at {where}"
-
-    def _gave_up(self, give_up: GiveUp) -> None:
-        """Dynamo stopped compiling a function, which now runs eagerly: one
-        line says so; with `catch recompile` enabled, the program also stops
-        at the next generated instruction to run (the caller's, where it is
-        generated code), as near the give-up as generated code gets."""
-        self.frontend.message(give_up.one_line())
-        if any(bp.enabled and isinstance(bp.target, CatchTarget)
-               and bp.target.event == "recompile" for bp in self.breakpoints):
-            self.stop_soon(program_frame(), caller=f"dynamo gave up on {give_up.function} "
-                                                   "(catch recompile)")
 
     def step_into(self, frames: list[types.FrameType]) -> None:
         """Step mode, with these live generated frames stopping at their next instruction."""

@@ -224,8 +224,10 @@ class BreakpointCommands:
         of each recompilation, with the guard failures that caused it, and,
         when dynamo gives up on a function (config.recompile_limit), at the
         next generated code to run after it (recompile); where a frame
-        leaves its graph for a resume function
-        (graph-break), or at every exception raised in generated code
+        leaves its graph for a resume function, and, when dynamo skips a
+        function at a graph break it cannot resume from (one in a loop), at
+        the next generated code to run after it (graph-break); or at every
+        exception raised in generated code
         (exception; without it, exceptions stop only in frames being stepped
         or holding a breakpoint). trace: while dynamo compiles, when it starts
         tracing a function FUNC names (a glob, as `b` takes it; none: every

@@ -220,7 +220,8 @@ class DynamoCommands:
         Why dynamo made the selected frame's code: in a resume function, the
         graph break that made it (torch's reason, hints and the user's stack);
         in code that breaks its graph, that break; in a recompile [i/j], the
-        older entries' failing guards for this call; in [i/0], the first compile.
+        older entries' failing guards for this call; in [i/0], the first compile;
+        and each function it called that dynamo skipped, with torch's reason.
         'why guard N': the stack of your frames (innermost last) when dynamo
         installed guard N of the running entry (N as `guards` numbers it)."""
         host = self.host
