@@ -51,16 +51,17 @@ class Reply(NamedTuple):
 
 @dataclass
 class Dialog:
-    """`python -m dyndbg OPTIONS SCRIPT` on pipes, one batch of commands at a time."""
+    """`python -m dyndbg OPTIONS SCRIPT ARGS` on pipes, one batch of commands at a time."""
 
     script: Path
     options: list[str]
+    args: list[str] = field(default_factory=list)      # the program's
     env: dict[str, str | None] = field(default_factory=dict)
     cwd: Path = ROOT
 
     def __post_init__(self) -> None:
         argv = [sys.executable, "-m", "dyndbg", "--out", "/dev/stderr", *self.options,
-                str(self.script)]
+                str(self.script), *self.args]
         self.proc = warm_start.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, cwd=self.cwd,
                                      env=child_env(None, self.env))

@@ -3,7 +3,10 @@ the corpus and the samples (and, slow, a real model): with `--catch-trace '*'`
 and `s` through the first STEPS instructions of each compile, at every stop
 each command such a stop offers answers in words and raises nothing, `p NAME`
 answers for each symbolic local as `locals` shows it, no stop shows a line
-as `None`, and the program prints what it prints alone."""
+as `None`, and the program prints what it prints alone.
+
+The programs run a few to a process (tests/programs/run_each.py): most of a
+program's cost here is its interpreter's start."""
 from __future__ import annotations
 
 import re
@@ -21,8 +24,12 @@ CORPUS = sorted((ROOT / "tests" / "corpus").glob("*.py"))
 # why), the one that needs torchrun.
 NOT_HERE = {"breakpoint_call.py", "torch_marker.py", "distributed_allreduce.py"}
 PROGRAMS = CORPUS + sorted(p for p in SAMPLES.glob("*.py") if p.name not in NOT_HERE)
+RUN_EACH = ROOT / "tests" / "programs" / "run_each.py"
+GROUPS = 4
+GROUPED = [PROGRAMS[i::GROUPS] for i in range(GROUPS)]
 LOOK = ["stack", "locals", "graph", "guards", "where", "l"]
 STEPS = 10           # `s` this many times in each compile, then `c`
+PLACE = re.compile(r"\w+\.py:\d+ .*in \S+")
 NO_LINE = re.compile(r":None\b|\bline None\b")
 
 
@@ -66,11 +73,11 @@ def symbolic_locals(lines: list[str]) -> dict[str, str]:
     return shown
 
 
-def walk_compiles(script: Path, options: list[str], steps: int = STEPS) -> tuple[Walk, Dialog]:
+def walk_compiles(script: Path, args: list[str], steps: int = STEPS) -> tuple[Walk, Dialog]:
     """Every compile-time stop of the first STEPS `s` of each compile looked
     at; `c` at the others and at the stops in generated code."""
     walk = Walk()
-    dialog = Dialog(script, ["--catch-trace", "*", *options])
+    dialog = Dialog(script, ["--catch-trace", "*"], args=args)
     reply = dialog.ask([])
     while reply is not None:
         display = reply.last_lines()
@@ -81,7 +88,8 @@ def walk_compiles(script: Path, options: list[str], steps: int = STEPS) -> tuple
         compile_id = tag.group(1) if tag else "?"
         walk.stops += 1
         walk.compiles[compile_id] += 1
-        where = f"{script.name} [compile {compile_id}] stop {walk.compiles[compile_id]}"
+        place = next((m.group() for line in display if (m := PLACE.search(line))), "?")
+        where = f"[compile {compile_id}] stop {walk.compiles[compile_id]} at {place}"
         check_stop(walk, where, display)
         looked = dialog.ask(LOOK)
         if looked is None:
@@ -117,11 +125,18 @@ def check_program(script: Path, *args: str, steps: int = STEPS) -> Walk:
     return walk
 
 
-@pytest.mark.parametrize("script", PROGRAMS, ids=[f"{p.parent.name}-{p.stem}" for p in PROGRAMS])
-def test_every_compile_time_stop_answers_every_command(script: Path) -> None:
-    walk = check_program(script)
-    print(f"{script.name}: {walk.stops} stops in {len(walk.compiles)} compiles, "
+@pytest.mark.parametrize("group", range(GROUPS))
+def test_every_compile_time_stop_answers_every_command(group: int) -> None:
+    programs = [str(p) for p in GROUPED[group]]
+    walk = check_program(RUN_EACH, *programs)
+    assert len(walk.compiles) >= len(programs)
+    print(f"{len(programs)} programs: {walk.stops} stops in {len(walk.compiles)} compiles, "
           f"{walk.printed} locals printed")
+
+
+def test_the_groups_hold_every_program() -> None:
+    assert sorted(p for group in GROUPED for p in group) == sorted(PROGRAMS) and \
+        len(PROGRAMS) > 50
 
 
 @pytest.mark.slow
