@@ -36,12 +36,11 @@ from dyndbg import cores
 from dyndbg.cpython import is_return
 from dyndbg.cpython.tracing import CALL_EVENT_MISSES_FUNCTION_EX
 from dyndbg.dynamo import GeneratedCode
-from dyndbg.engine.exceptions import PASSES_THROUGH
 from dyndbg.engine.fast_paths import EVERY_INSTRUCTION, FastInstructions
 from dyndbg.engine.modes import CodeNeeds, TraceLevel
 from dyndbg.engine.tracing.resume_calls import ResumeCalls
 from dyndbg.engine.threads import ENGINE_LOCK, in_main_thread
-from dyndbg.engine.tracing.tracer import EventSink
+from dyndbg.engine.tracing.tracer import EventSink, MechanismBase
 
 if TYPE_CHECKING:
     from dyndbg.engine.tracing._monitoring import InstructionFilter
@@ -63,7 +62,7 @@ class _Traced(NamedTuple):
     watched_calls: frozenset[int] = frozenset()   # 3.12: armed only to see a resume call
 
 
-class MonitoringTracer:
+class MonitoringTracer(MechanismBase):
     name = "sys.monitoring"
     needs_code_callback = False   # events are set per code object as it is registered
 
@@ -390,8 +389,3 @@ class MonitoringTracer:
                     sink.on_call_failed(caller)
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
-
-    def _fail(self, error: BaseException) -> None:
-        if isinstance(error, PASSES_THROUGH):
-            raise error
-        self.sink.internal_error("trace", error)

@@ -32,11 +32,10 @@ from dyndbg.cpython.tracing import prepare_settrace
 from dyndbg.dynamo import GeneratedCode
 from dyndbg.dynamo.names import RESUME_PREFIXES
 from dyndbg.engine.breakpoints import ArmingPlan
-from dyndbg.engine.exceptions import PASSES_THROUGH
 from dyndbg.engine.modes import TraceLevel
 from dyndbg.engine.tracing.compiled_filters import CompiledFilters, FrameStart, PythonTraces
 from dyndbg.engine.threads import ENGINE_LOCK, in_main_thread
-from dyndbg.engine.tracing.tracer import EventSink
+from dyndbg.engine.tracing.tracer import EventSink, MechanismBase
 from dyndbg.faults import FAULTS_ON
 
 
@@ -49,7 +48,7 @@ class _ThreadState(threading.local):
     line_handled: tuple[int, int] | None = None  # (id(frame), f_lasti) of a line event
 
 
-class SettraceTracer:
+class SettraceTracer(MechanismBase):
     name = "settrace"
     needs_code_callback = True
 
@@ -382,8 +381,3 @@ class SettraceTracer:
                     self._maybe_remove()
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
-
-    def _fail(self, error: BaseException) -> None:
-        if isinstance(error, PASSES_THROUGH):
-            raise error
-        self.sink.internal_error("trace", error)

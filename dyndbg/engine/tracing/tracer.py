@@ -3,13 +3,16 @@
 A mechanism (settrace.py, monitoring.py) delivers events of dynamo-generated
 frames to the engine (`EventSink`); the engine drives it through `Tracer`:
 what to trace is the policy's (`EventSink.policy`, policy.py), how is the
-mechanism's. `choice.make_tracer` picks one for this Python.
+mechanism's. `choice.make_tracer` picks one for this Python. What both
+mechanisms do alike is `MechanismBase`'s.
 """
 from __future__ import annotations
 
 import collections
 import types
 from typing import TYPE_CHECKING, Protocol
+
+from dyndbg.engine.exceptions import PASSES_THROUGH
 
 if TYPE_CHECKING:
     from dyndbg.dynamo import DynamoHooks, GeneratedCode, Registry
@@ -69,3 +72,15 @@ class Tracer(Protocol):
     def suspend(self) -> None:
         """Dynamo starts compiling: nothing of dyndbg runs under it."""
     def resume(self) -> None: ...
+
+
+class MechanismBase:
+    """What both mechanisms share: a trace function's failure, handed here
+    by their Python trace functions and by their compiled filters."""
+
+    sink: EventSink
+
+    def _fail(self, error: BaseException) -> None:
+        if isinstance(error, PASSES_THROUGH):
+            raise error
+        self.sink.internal_error("trace", error)
