@@ -88,7 +88,7 @@ def _record_every_instruction(history: History, call) -> None:  # type: ignore[n
         if event == "opcode":
             history.record(frame, entry, info)
         elif event == "return":
-            history.frame_done(frame)
+            history.tracks.pop(id(frame), None)   # as the engine forgets a frame
         return tracer
 
     prepare_settrace()    # 3.12 starts opcode events only after it (gh-114480)

@@ -116,7 +116,7 @@ def run(program: str) -> None:
     def both_forget(frame):  # noqa: ANN001, ANN202
         """The engine forgets a frame (it empties the live history's tracks of it)."""
         forget(frame)
-        shadow.frame_done(frame)
+        shadow.tracks.pop(id(frame), None)
 
     def both_pause():  # noqa: ANN202
         pause()

@@ -274,11 +274,6 @@ class History:
         self.on = False
         self.tracks.clear()
 
-    def frame_done(self, frame: types.FrameType) -> None:
-        """The frame returned (or was left by an exception): its id may be reused.
-        (The engine empties `tracks` itself, with what else it keeps by frame.)"""
-        self.tracks.pop(id(frame), None)
-
     def _trim(self) -> None:
         records = self._records
         over = len(records) - self.size
