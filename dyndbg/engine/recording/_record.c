@@ -62,89 +62,119 @@ same_prefix(PyObject *list, PyObject *tuple)
     return 1;
 }
 
-/* record(frame, spec) -> RecordResult value; spec a RecordSpec (entry,
- * instructions by offset, number of local slots, celled slot indices, depths
- * or None). */
-PyObject *
-dyndbg_recorder_record(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
+/* record()'s arguments: the frame and its spec's fields (borrowed) */
+typedef struct {
+    PyObject *frame;
+    PyObject *entry, *instructions, *celled, *depths;
+    Py_ssize_t names;       /* the number of local slots: the slots past them are the stack */
+} Call;
+
+/* Read record(frame, spec)'s arguments into *call. The spec is a NamedTuple:
+ * read as a tuple (PyArg_ParseTuple's "(...)" reads a tuple subclass
+ * through __getitem__, a Python call an item). */
+static dyndbg_status
+read_call(PyObject *const *args, Py_ssize_t nargs, Call *call)
 {
-    /* The spec is a NamedTuple: read as a tuple (PyArg_ParseTuple's "(...)"
-     * reads a tuple subclass through __getitem__, a Python call an item). */
     if (nargs != 2 || !PyFrame_Check(args[0]) || !PyTuple_Check(args[1]) ||
         PyTuple_GET_SIZE(args[1]) != RECORD_SPEC_FIELDS) {
         PyErr_SetString(PyExc_TypeError, "record(frame, spec): spec is a 5-tuple");
-        return NULL;
+        return DYNDBG_ERROR;
     }
-    PyObject *frame = args[0], *spec = args[1];      /* borrowed */
-    PyObject *entry = PyTuple_GET_ITEM(spec, RECORD_SPEC_ENTRY),     /* borrowed */
-        *instructions = PyTuple_GET_ITEM(spec, RECORD_SPEC_INSTRUCTIONS),
-        *celled = PyTuple_GET_ITEM(spec, RECORD_SPEC_CELLED),
-        *depths = PyTuple_GET_ITEM(spec, RECORD_SPEC_DEPTHS);
-    Py_ssize_t names = PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, RECORD_SPEC_NAMES));
-    if (names == -1 && PyErr_Occurred())
-        return NULL;
-    if (!PyDict_Check(instructions) || !PyTuple_Check(celled)) {
+    PyObject *spec = args[1];       /* borrowed */
+    call->frame = args[0];
+    call->entry = PyTuple_GET_ITEM(spec, RECORD_SPEC_ENTRY);
+    call->instructions = PyTuple_GET_ITEM(spec, RECORD_SPEC_INSTRUCTIONS);
+    call->celled = PyTuple_GET_ITEM(spec, RECORD_SPEC_CELLED);
+    call->depths = PyTuple_GET_ITEM(spec, RECORD_SPEC_DEPTHS);
+    call->names = PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, RECORD_SPEC_NAMES));
+    if (call->names == -1 && PyErr_Occurred())
+        return DYNDBG_ERROR;
+    if (!PyDict_Check(call->instructions) || !PyTuple_Check(call->celled)) {
         PyErr_SetString(PyExc_TypeError, "record(frame, spec): a spec field's type is wrong");
-        return NULL;
+        return DYNDBG_ERROR;
     }
-    /* owned, each released at `done` */
-    PyObject *result = NULL, *slots = NULL, *key = NULL, *track = NULL, *seq = NULL,
-        *previous = NULL, *kept = NULL, *tokens = NULL, *opname = NULL, *local_values = NULL,
-        *stack = NULL, *caller = NULL, *globals = NULL, *record = NULL;
-    Py_ssize_t *sources = NULL;
+    return DYNDBG_OK;
+}
 
-    PyObject *offset = PyLong_FromLong(PyFrame_GetLasti((PyFrameObject *)frame));   /* owned */
+/* The instruction at the frame's offset: owned; NULL with no error set
+ * where the offset starts no instruction, NULL with an error set */
+static PyObject *
+instruction_at(const Call *call)
+{
+    PyObject *offset = PyLong_FromLong(PyFrame_GetLasti((PyFrameObject *)call->frame));
     if (offset == NULL)
         return NULL;
-    PyObject *instr = PyDict_GetItemWithError(instructions, offset);    /* borrowed */
+    PyObject *instr = PyDict_GetItemWithError(call->instructions, offset);    /* borrowed */
     Py_DECREF(offset);
-    if (instr == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
-        return PyLong_FromLong(RECORD_RESULT_NOT_AN_INSTRUCTION);
-    }
-    Py_INCREF(instr);       /* owned from here */
-    slots = dyndbg_read_at_event(frame, depths, 1);
+    return Py_XNewRef(instr);
+}
+
+/* The frame's slots, a list (owned), where a cell or free slot holds a cell:
+ * its contents are the value (cpython.NULL if empty). NULL with no error set
+ * where the frame cannot be read now (StackUnavailable), NULL with an error
+ * set. */
+static PyObject *
+read_slots(Recorder *self, const Call *call)
+{
+    PyObject *slots = dyndbg_read_at_event(call->frame, call->depths, 1);
     if (slots == NULL) {
-        if (!PyErr_ExceptionMatches(self->unavailable))
-            goto done;
-        PyErr_Clear();
-        result = PyLong_FromLong(RECORD_RESULT_UNREADABLE);
-        goto done;
+        if (PyErr_ExceptionMatches(self->unavailable))
+            PyErr_Clear();
+        return NULL;
     }
-    /* A cell or free slot holds a cell: its contents are the value (NULL if empty). */
-    for (Py_ssize_t c = 0; c < PyTuple_GET_SIZE(celled); c++) {
-        Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(celled, c));
+    for (Py_ssize_t c = 0; c < PyTuple_GET_SIZE(call->celled); c++) {
+        Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(call->celled, c));
         if (i == -1 && PyErr_Occurred())
-            goto done;
+            goto error;
         if (i < 0 || i >= PyList_GET_SIZE(slots))
             continue;
         PyObject *value = PyList_GET_ITEM(slots, i);       /* borrowed */
         if (Py_IS_TYPE(value, &PyCell_Type)) {
             PyObject *contents = PyCell_Get(value);     /* owned */
             if (contents == NULL && PyErr_Occurred())
-                goto done;
+                goto error;
             PyList_SetItem(slots, i, contents ? contents : Py_NewRef(self->null_object));  /* steals */
         }
     }
-    key = PyLong_FromVoidPtr(frame);
-    if (key == NULL)
-        goto done;
-    track = Py_XNewRef(PyDict_GetItemWithError(self->tracks, key));
+    return slots;
+error:
+    Py_DECREF(slots);
+    return NULL;
+}
+
+/* The frame's Track, History.tracks[key] (owned), made by
+ * History._new_track(frame) the first time; NULL with an error set */
+static PyObject *
+track_of(Recorder *self, const Call *call, PyObject *key)
+{
+    PyObject *track = Py_XNewRef(PyDict_GetItemWithError(self->tracks, key));
     if (track == NULL) {
         if (PyErr_Occurred())
-            goto done;
-        track = PyObject_CallOneArg(self->new_track, frame);
+            return NULL;
+        track = PyObject_CallOneArg(self->new_track, call->frame);
         if (track == NULL)
-            goto done;
+            return NULL;
     }
     if (!Py_IS_TYPE(track, &DyndbgTrack_Type)) {
         PyErr_SetString(PyExc_TypeError, "history: a track is not a compiled Track");
-        goto done;
+        Py_DECREF(track);
+        return NULL;
     }
-    Track *t = (Track *)track;      /* borrowed: `track` owns it */
-    seq = PyLong_FromSsize_t(self->next);
-    if (seq == NULL || !(previous = dyndbg_track_list(t->raw, "raw")) ||
+    return track;
+}
+
+/* ValueKeeper.keep_all of the slots into the track (History._record): the
+ * track's kept list (owned), now what is kept of this record's slots; the
+ * track's raw slots and opname become this record's. *anew: whether keep()
+ * ran. NULL on failure. */
+static PyObject *
+keep_slots(Recorder *self, Track *t, PyObject *slots, PyObject *instr, PyObject *seq, int *anew)
+{
+    /* owned, each released at `done` */
+    PyObject *previous = NULL, *kept = NULL, *tokens = NULL, *opname = NULL;
+    Py_ssize_t *sources = NULL;
+    dyndbg_status status = DYNDBG_ERROR;
+    if (!(previous = dyndbg_track_list(t->raw, "raw")) ||
         !(kept = dyndbg_track_list(t->kept, "kept")) ||
         !(tokens = dyndbg_track_list(t->tokens, "tokens")) || !(opname = Py_XNewRef(t->opname)))
         goto done;
@@ -159,11 +189,10 @@ dyndbg_recorder_record(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
     }
     Py_ssize_t moved =
         dyndbg_slot_sources(&self->keeping, slots, previous, tokens, settled, seq, sources);
-    int anew = 0;
     if (moved == DYNDBG_ERROR)
         goto done;
     if (moved || PyList_GET_SIZE(kept) != count) {
-        if (dyndbg_keep_all(&self->keeping, slots, kept, tokens, sources, seq, &anew) < 0)
+        if (dyndbg_keep_all(&self->keeping, slots, kept, tokens, sources, seq, anew) < 0)
             goto done;
     }
     Py_XSETREF(t->raw, Py_NewRef(slots));
@@ -171,9 +200,24 @@ dyndbg_recorder_record(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
     if (opname == NULL)
         goto done;
     Py_XSETREF(t->opname, Py_NewRef(opname));
-    if (names > PyList_GET_SIZE(kept))
-        names = PyList_GET_SIZE(kept);
-    /* The same kept objects as the previous record's: its tuple, shared. */
+    status = DYNDBG_OK;
+done:
+    PyMem_Free(sources);
+    Py_XDECREF(previous);
+    Py_XDECREF(tokens);
+    Py_XDECREF(opname);
+    if (status == DYNDBG_ERROR)
+        Py_CLEAR(kept);
+    return kept;
+}
+
+/* This record's locals, the first `names` kept values (owned): the same kept
+ * objects as the previous record's are its tuple, shared. The track's locals
+ * and newest become this record's. NULL with an error set. */
+static PyObject *
+newest_locals(Track *t, PyObject *kept, Py_ssize_t names, PyObject *seq)
+{
+    PyObject *local_values;
     PyObject *old_locals = Py_XNewRef(t->locals);     /* owned */
     if (old_locals != NULL && PyTuple_Check(old_locals) && PyTuple_GET_SIZE(old_locals) == names &&
         same_prefix(kept, old_locals))
@@ -182,38 +226,68 @@ dyndbg_recorder_record(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
         Py_XDECREF(old_locals);
         local_values = list_part(kept, 0, names);
         if (local_values == NULL)
-            goto done;
+            return NULL;
     }
     Py_XSETREF(t->locals, Py_NewRef(local_values));
     Py_XSETREF(t->newest, Py_NewRef(seq));
+    return local_values;
+}
+
+/* A Record of these fields, by RECORD_* index (borrowed): owned, or NULL
+ * with an error set. tuple.__new__(Record, fields), as history.py makes it:
+ * tuple's own constructor sets up what a tuple of this Python keeps beside
+ * its items. */
+static PyObject *
+new_record(Recorder *self, PyObject *const values[RECORD_FIELDS])
+{
+    PyObject *fields = PyTuple_New(RECORD_FIELDS);      /* owned */
+    if (fields == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < RECORD_FIELDS; i++)
+        PyTuple_SET_ITEM(fields, i, Py_NewRef(values[i]));
+    PyObject *new_args = PyTuple_Pack(1, fields);     /* owned */
+    Py_DECREF(fields);
+    if (new_args == NULL)
+        return NULL;
+    PyObject *record = PyTuple_Type.tp_new((PyTypeObject *)self->record_type, new_args, NULL);
+    Py_DECREF(new_args);
+    return record;
+}
+
+/* The Record of the instruction at the frame's offset (owned): its slots
+ * kept into the track (keep_slots), split into its locals and its stack.
+ * *anew: whether keep() ran. NULL on failure. */
+static PyObject *
+make_record(Recorder *self, const Call *call, PyObject *instr, PyObject *slots, PyObject *key,
+            Track *t, PyObject *seq, int *anew)
+{
+    /* owned, each released at `done` */
+    PyObject *record = NULL, *local_values = NULL, *stack = NULL, *caller = NULL,
+        *globals = NULL;
+    PyObject *kept = keep_slots(self, t, slots, instr, seq, anew);     /* owned */
+    if (kept == NULL)
+        return NULL;
+    Py_ssize_t names = call->names;
+    if (names > PyList_GET_SIZE(kept))
+        names = PyList_GET_SIZE(kept);
+    local_values = newest_locals(t, kept, names, seq);
+    if (local_values == NULL)
+        goto done;
     stack = list_part(kept, names, PY_SSIZE_T_MAX);
     if (stack == NULL || !(caller = Py_XNewRef(t->caller))) {
         if (stack != NULL)
             PyErr_SetString(PyExc_TypeError, "history: a track has no caller");
         goto done;
     }
-    globals = PyFrame_GetGlobals((PyFrameObject *)frame);
+    globals = PyFrame_GetGlobals((PyFrameObject *)call->frame);
     if (globals == NULL)
         goto done;
-    /* tuple.__new__(Record, fields), as history.py makes it: tuple's own
-     * constructor sets up what a tuple of this Python keeps beside its items. */
-    PyObject *fields = PyTuple_New(RECORD_FIELDS);      /* owned */
-    if (fields != NULL) {
-        PyTuple_SET_ITEM(fields, RECORD_SEQ, Py_NewRef(seq));
-        PyTuple_SET_ITEM(fields, RECORD_FRAME_ID, Py_NewRef(key));
-        PyTuple_SET_ITEM(fields, RECORD_ENTRY, Py_NewRef(entry));
-        PyTuple_SET_ITEM(fields, RECORD_INSTR, Py_NewRef(instr));
-        PyTuple_SET_ITEM(fields, RECORD_STACK, Py_NewRef(stack));
-        PyTuple_SET_ITEM(fields, RECORD_SLOTS, Py_NewRef(local_values));
-        PyTuple_SET_ITEM(fields, RECORD_CALLER, Py_NewRef(caller));
-        PyTuple_SET_ITEM(fields, RECORD_GLOBALS, Py_NewRef(globals));
-    }
-    PyObject *new_args = fields ? PyTuple_Pack(1, fields) : NULL;     /* owned */
-    Py_XDECREF(fields);
-    if (new_args == NULL)
-        goto done;
-    record = PyTuple_Type.tp_new((PyTypeObject *)self->record_type, new_args, NULL);
-    Py_DECREF(new_args);
+    PyObject *const values[RECORD_FIELDS] = {
+        [RECORD_SEQ] = seq, [RECORD_FRAME_ID] = key, [RECORD_ENTRY] = call->entry,
+        [RECORD_INSTR] = instr, [RECORD_STACK] = stack, [RECORD_SLOTS] = local_values,
+        [RECORD_CALLER] = caller, [RECORD_GLOBALS] = globals,
+    };
+    record = new_record(self, values);
     if (record == NULL)
         goto done;
     /* No record is in a reference cycle (it holds kept values, its code's
@@ -223,62 +297,119 @@ dyndbg_recorder_record(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
     dyndbg_untrack(record);
     dyndbg_untrack(stack);
     dyndbg_untrack(local_values);
-    PyObject *appended = PyObject_CallOneArg(self->append, record);     /* owned */
-    if (appended == NULL)
-        goto done;
-    Py_DECREF(appended);
-    self->next++;
-    Py_ssize_t limit = self->size, held = PyObject_Size(self->records);
-    if (held == -1)
-        goto done;
-    dyndbg_truth over = DYNDBG_FALSE;
-    if (held > limit && limit >= 0) {
-        /* History._drop(held - limit) here, without a Python call; the
-         * sweep it leads to stays History._trim's (CHECK_BOUNDS when due). */
-        for (Py_ssize_t k = limit; k < held; k++) {
-            PyObject *gone = PyObject_CallNoArgs(self->popleft);     /* owned */
-            if (gone == NULL)
-                goto done;
-            Py_DECREF(gone);
-        }
-        if (dyndbg_attribute_add(self->history, str_dropped, held - limit) < 0 ||
-            dyndbg_attribute_add(self->history, str_dropped_since_sweep, held - limit) < 0)
-            goto done;
-        over = dyndbg_attribute_greater(self->history, str_dropped_since_sweep, str_sweep_after);
-        if (over == DYNDBG_ERROR)
-            goto done;
-    }
-    if (over == DYNDBG_FALSE && anew) {
-        /* keep() may have copied a tensor: History._trim's other bound (each owned) */
-        PyObject *keeper = PyObject_GetAttr(self->history, str_keeper);
-        PyObject *bytes = keeper ? PyObject_GetAttr(keeper, str_bytes) : NULL;
-        PyObject *limits = keeper ? PyObject_GetAttr(keeper, str_limits) : NULL;
-        PyObject *memory = limits ? PyObject_GetAttr(limits, str_memory_bytes) : NULL;
-        over = bytes && memory ? PyObject_RichCompareBool(bytes, memory, Py_GT) : DYNDBG_ERROR;
-        Py_XDECREF(keeper);
-        Py_XDECREF(bytes);
-        Py_XDECREF(limits);
-        Py_XDECREF(memory);
-        if (over == DYNDBG_ERROR)
-            goto done;
-    }
-    result = PyLong_FromLong(over == DYNDBG_TRUE ? RECORD_RESULT_CHECK_BOUNDS
-                                                 : RECORD_RESULT_RECORDED);
 done:
-    PyMem_Free(sources);
-    Py_XDECREF(instr);
-    Py_XDECREF(slots);
-    Py_XDECREF(key);
-    Py_XDECREF(track);
-    Py_XDECREF(seq);
-    Py_XDECREF(previous);
-    Py_XDECREF(kept);
-    Py_XDECREF(tokens);
-    Py_XDECREF(opname);
+    Py_DECREF(kept);
     Py_XDECREF(local_values);
     Py_XDECREF(stack);
     Py_XDECREF(caller);
     Py_XDECREF(globals);
+    return record;
+}
+
+/* History._drop(held - size) where the history holds more records than its
+ * size, without a Python call: whether the drops since the last sweep are
+ * now past History._sweep_after (the sweep stays History._trim's) */
+static dyndbg_truth
+drop_past_size(Recorder *self)
+{
+    Py_ssize_t limit = self->size, held = PyObject_Size(self->records);
+    if (held == -1)
+        return DYNDBG_ERROR;
+    if (held <= limit || limit < 0)
+        return DYNDBG_FALSE;
+    for (Py_ssize_t k = limit; k < held; k++) {
+        PyObject *gone = PyObject_CallNoArgs(self->popleft);     /* owned */
+        if (gone == NULL)
+            return DYNDBG_ERROR;
+        Py_DECREF(gone);
+    }
+    if (dyndbg_attribute_add(self->history, str_dropped, held - limit) < 0 ||
+        dyndbg_attribute_add(self->history, str_dropped_since_sweep, held - limit) < 0)
+        return DYNDBG_ERROR;
+    return dyndbg_attribute_greater(self->history, str_dropped_since_sweep, str_sweep_after);
+}
+
+/* Whether the keeper's copies are past History.memory, History._trim's
+ * other bound (keep() may have copied a tensor) */
+static dyndbg_truth
+past_memory(Recorder *self)
+{
+    /* each owned */
+    PyObject *keeper = PyObject_GetAttr(self->history, str_keeper);
+    PyObject *bytes = keeper ? PyObject_GetAttr(keeper, str_bytes) : NULL;
+    PyObject *limits = keeper ? PyObject_GetAttr(keeper, str_limits) : NULL;
+    PyObject *memory = limits ? PyObject_GetAttr(limits, str_memory_bytes) : NULL;
+    dyndbg_truth over =
+        bytes && memory ? PyObject_RichCompareBool(bytes, memory, Py_GT) : DYNDBG_ERROR;
+    Py_XDECREF(keeper);
+    Py_XDECREF(bytes);
+    Py_XDECREF(limits);
+    Py_XDECREF(memory);
+    return over;
+}
+
+/* The record appended to the history, and the records past its size
+ * dropped: RECORD_RESULT_CHECK_BOUNDS where History._trim must run, else
+ * RECORD_RESULT_RECORDED (owned); NULL with an error set */
+static PyObject *
+append_record(Recorder *self, PyObject *record, int anew)
+{
+    PyObject *appended = PyObject_CallOneArg(self->append, record);     /* owned */
+    if (appended == NULL)
+        return NULL;
+    Py_DECREF(appended);
+    self->next++;
+    dyndbg_truth over = drop_past_size(self);
+    if (over == DYNDBG_FALSE && anew)
+        over = past_memory(self);
+    if (over == DYNDBG_ERROR)
+        return NULL;
+    return PyLong_FromLong(over == DYNDBG_TRUE ? RECORD_RESULT_CHECK_BOUNDS
+                                               : RECORD_RESULT_RECORDED);
+}
+
+/* The record of the frame's slots, read before `instr` runs: appended, its
+ * RecordResult value (owned); NULL on failure */
+static PyObject *
+record_slots(Recorder *self, const Call *call, PyObject *instr, PyObject *slots)
+{
+    /* owned, each released at `done` */
+    PyObject *result = NULL, *track = NULL, *seq = NULL, *record = NULL;
+    int anew = 0;
+    PyObject *key = PyLong_FromVoidPtr(call->frame);
+    if (key == NULL || !(track = track_of(self, call, key)) ||
+        !(seq = PyLong_FromSsize_t(self->next)) ||
+        !(record = make_record(self, call, instr, slots, key, (Track *)track, seq, &anew)))
+        goto done;
+    result = append_record(self, record, anew);
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(track);
+    Py_XDECREF(seq);
     Py_XDECREF(record);
+    return result;
+}
+
+/* record(frame, spec) -> RecordResult value; spec a RecordSpec (entry,
+ * instructions by offset, number of local slots, celled slot indices, depths
+ * or None). */
+PyObject *
+dyndbg_recorder_record(Recorder *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Call call;
+    if (read_call(args, nargs, &call) == DYNDBG_ERROR)
+        return NULL;
+    PyObject *instr = instruction_at(&call);     /* owned */
+    if (instr == NULL)
+        return PyErr_Occurred() ? NULL : PyLong_FromLong(RECORD_RESULT_NOT_AN_INSTRUCTION);
+    PyObject *result;       /* owned */
+    PyObject *slots = read_slots(self, &call);     /* owned */
+    if (slots == NULL)
+        result = PyErr_Occurred() ? NULL : PyLong_FromLong(RECORD_RESULT_UNREADABLE);
+    else {
+        result = record_slots(self, &call, instr, slots);
+        Py_DECREF(slots);
+    }
+    Py_DECREF(instr);
     return result;
 }
