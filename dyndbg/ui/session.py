@@ -59,13 +59,13 @@ class Session(StopView):
         self.running = RunningCommands(self)
         self.breaking = BreakpointCommands(self)
         self.dynamo = DynamoCommands(self)
-        self.editing = CacheCommands(self)
+        self.cache_commands = CacheCommands(self)
         self.looking = LookingCommands(self)
-        self.recorded = HistoryCommands(self)
+        self.history_commands = HistoryCommands(self)
         self.settings = SessionCommands(self)
         self.families: tuple[Family, ...] = (self.running, self.breaking, self.dynamo,
-                                             self.editing, self.looking, self.recorded,
-                                             self.settings)
+                                             self.cache_commands, self.looking,
+                                             self.history_commands, self.settings)
         # At a stop while dynamo compiles, these take the place of those of the same name.
         self.tracing = TraceCommands(self)
         self.trace_stop: TraceStop | None = None

@@ -35,7 +35,7 @@ class Printing(Protocol):
     color: bool
     breaking: BreakpointCommands
     dynamo: DynamoCommands
-    editing: CacheCommands
+    cache_commands: CacheCommands
     looking: LookingCommands
 
     def write(self, text: str = "") -> None: ...
@@ -65,7 +65,7 @@ class StopPrinter:
                 if stop.reason is StopReason.POST_MORTEM else "'c' lets it propagate"
             session.write(f"!! raised at instr {stop.instr.index} @{stop.instr.offset} "
                           f"{stop.instr.opname} in {stop.entry.label()}; {ending}")
-        notice = session.editing.notice()
+        notice = session.cache_commands.notice()
         if notice:
             session.write(notice)
         if session.sticky:
