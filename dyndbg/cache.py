@@ -26,14 +26,12 @@ import traceback
 import types
 from typing import Callable, NamedTuple
 
-from dyndbg.dynamo import compile_context, graph_copies, live_entries, guard_walk, patching, why as _why
+from dyndbg.dynamo import compile_context, hooks, live_entries, guard_walk, patching, why as _why
 from dyndbg.dynamo.break_reasons import BreakReason
-from dyndbg.dynamo.compile_log import CompileLog
 from dyndbg.dynamo.live_entries import CacheError
 from dyndbg.dynamo.edits import EDITS, Edit
 from dyndbg.dynamo.graph_checks import (Bisection, GraphRun, NodeValues, captured,
                                         graph_bisect, graph_capture, graph_run, graph_values)
-from dyndbg.dynamo.hooks import shield
 from dyndbg.dynamo.recompile_reasons import RecompileReason
 from dyndbg.dynamo.registry import GeneratedCode, Registry
 
@@ -84,36 +82,7 @@ class EntryWhy(NamedTuple):
         return "\n".join(self.lines)
 
 
-def _install_log() -> CompileLog | None:
-    """Torch's account of each compile from now on (both hooks only read)."""
-    try:
-        import torch._dynamo
-        from torch._dynamo import convert_frame
-    except ImportError:
-        return None
-    log = CompileLog(Registry())
-
-    def started(_args: object) -> None:
-        try:
-            log.started()
-        except BaseException:  # noqa: BLE001 - never break dynamo's compile
-            pass
-
-    def compiled(code: types.CodeType, new_code: types.CodeType) -> None:
-        try:
-            log.compiled(code, new_code)
-        except BaseException:  # noqa: BLE001 - never break dynamo's compile
-            pass
-        return None
-
-    shield(started, compiled)
-    graph_copies.keep()        # dynamo's graphs as traced, for graph_run and graph_bisect
-    convert_frame.register_bytecode_hook(compiled)
-    torch._dynamo.callback_handler.register_start_callback(started)
-    return log
-
-
-_LOG = _install_log()
+_LOG = hooks.compile_log()    # torch's account of each compile from now on
 
 
 def _logged(code: types.CodeType) -> GeneratedCode | None:
