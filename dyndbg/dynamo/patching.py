@@ -21,8 +21,8 @@ import sys
 import types
 from typing import NamedTuple
 
-from dyndbg.cpython.opcodes import (CHECKED_LOCAL_LOAD, JUMPS, OWNING_LOADS, UNCHECKED_LOCAL_LOADS,
-                                    names_a_cell)
+from dyndbg.cpython.opcodes import (CHECKED_LOCAL_LOAD, JUMPS, NULL_BIT_OPNAMES, OWNING_LOADS,
+                                    UNCHECKED_LOCAL_LOADS, names_a_cell)
 from dyndbg.dynamo import bytecode_verifier
 from dyndbg.dynamo.live_entries import CacheError
 from dyndbg.dynamo.bytecode_verifier import listing
@@ -191,10 +191,11 @@ def _instruction(op: PatchOp, options: dict, instructions: list, position: dict[
             raise CacheError(f"{opname} takes a name, not {text!r}")
         if name not in options["co_names"]:
             options["co_names"] = options["co_names"] + (name,)
-        if opname == "LOAD_GLOBAL":
-            return create_instruction(opname, arg=int(push_null), argval=name)
-        if opname == "LOAD_ATTR" and sys.version_info >= (3, 12):
-            return create_instruction(opname, arg=0, argval=name)
+        if opname in NULL_BIT_OPNAMES:
+            # Torch's assembler keeps the argument's low bit: dis's `NULL + ` sets it on
+            # LOAD_GLOBAL; LOAD_ATTR's method form (`NULL|self + `) is not written.
+            return create_instruction(opname, arg=int(push_null and opname == "LOAD_GLOBAL"),
+                                      argval=name)
         return create_instruction(opname, argval=name)
     if opcode in JUMPS:
         if not text.isdigit() or int(text) not in position:
