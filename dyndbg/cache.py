@@ -5,7 +5,7 @@
     dc.guards("0/0")                    # its guards, each with the line that installed it
     dc.why("0/1")                       # why dynamo compiled it (print() it)
     dc.check("0/0", x, 5)               # would its guards pass for f(x, 5)?
-    e = dc.patch("0/0", "insert", 39, "LOAD_CONST", 100)
+    e = dc.patch("0/0", "insert", 39, "LOAD_CONST", 100)   # a constant: any object
     dc.run("0/0", x, 5)                 # its code, by hand, no guards
     dc.undo(e.number)                   # or dc.undo_all()
     dc.graph_capture(3); f(x)           # keep graph 3's next inputs, then
@@ -198,10 +198,10 @@ def drop_guard(compile_id: str, number: int) -> Edit:
 
 def patch(compile_id: str, action: str, index: int | str, opname: str | None = None,
           arg: object = None) -> Edit:
-    """`patch("0/0", "insert", 39, "LOAD_CONST", 100)`, as the REPL's patch command."""
-    words = [action, str(index)] + ([opname] if opname else []) + \
-        ([] if arg is None else [arg if isinstance(arg, str) else repr(arg)])
-    return EDITS.patch(compile_id, patching.parse_op(words))
+    """`patch("0/0", "insert", 39, "LOAD_CONST", 100)`, as the REPL's patch command.
+    A constant is the object itself (`torch.tensor([1.0])`, any object); a string
+    ARG is read as the REPL reads it (`"'s'"` for the string s, `"+"`, `"x"`)."""
+    return EDITS.patch(compile_id, patching.op_of(action, index, opname, arg))
 
 
 def install(compile_id: str, new_code: types.CodeType) -> Edit:
