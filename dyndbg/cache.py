@@ -5,7 +5,7 @@
     dc.guards("0/0")                    # its guards, each with the line that installed it
     dc.why("0/1")                       # why dynamo compiled it (print() it)
     dc.check("0/0", x, 5)               # would its guards pass for f(x, 5)?
-    e = dc.patch("0/0", "insert", 39, "LOAD_CONST", 100)
+    e = dc.patch("0/0", "insert", 39, "LOAD_CONST", 100)   # a constant: any object
     dc.run("0/0", x, 5)                 # its code, by hand, no guards
     dc.undo(e.number)                   # or dc.undo_all()
     dc.graph_capture(3); f(x)           # keep graph 3's next inputs, then
@@ -26,14 +26,12 @@ import traceback
 import types
 from typing import Callable, NamedTuple
 
-from dyndbg.dynamo import compile_context, graph_copies, live_entries, guard_walk, patching, why as _why
+from dyndbg.dynamo import compile_context, hooks, live_entries, guard_walk, patching, why as _why
 from dyndbg.dynamo.break_reasons import BreakReason
-from dyndbg.dynamo.compile_log import CompileLog
 from dyndbg.dynamo.live_entries import CacheError
 from dyndbg.dynamo.edits import EDITS, Edit
 from dyndbg.dynamo.graph_checks import (Bisection, GraphRun, NodeValues, captured,
                                         graph_bisect, graph_capture, graph_run, graph_values)
-from dyndbg.dynamo.hooks import shield
 from dyndbg.dynamo.recompile_reasons import RecompileReason
 from dyndbg.dynamo.registry import GeneratedCode, Registry
 
@@ -84,36 +82,7 @@ class EntryWhy(NamedTuple):
         return "\n".join(self.lines)
 
 
-def _install_log() -> CompileLog | None:
-    """Torch's account of each compile from now on (both hooks only read)."""
-    try:
-        import torch._dynamo
-        from torch._dynamo import convert_frame
-    except ImportError:
-        return None
-    log = CompileLog(Registry())
-
-    def started(_args: object) -> None:
-        try:
-            log.started()
-        except BaseException:  # noqa: BLE001 - never break dynamo's compile
-            pass
-
-    def compiled(code: types.CodeType, new_code: types.CodeType) -> None:
-        try:
-            log.compiled(code, new_code)
-        except BaseException:  # noqa: BLE001 - never break dynamo's compile
-            pass
-        return None
-
-    shield(started, compiled)
-    graph_copies.keep()        # dynamo's graphs as traced, for graph_run and graph_bisect
-    convert_frame.register_bytecode_hook(compiled)
-    torch._dynamo.callback_handler.register_start_callback(started)
-    return log
-
-
-_LOG = _install_log()
+_LOG = hooks.compile_log()    # torch's account of each compile from now on
 
 
 def _logged(code: types.CodeType) -> GeneratedCode | None:
@@ -229,10 +198,10 @@ def drop_guard(compile_id: str, number: int) -> Edit:
 
 def patch(compile_id: str, action: str, index: int | str, opname: str | None = None,
           arg: object = None) -> Edit:
-    """`patch("0/0", "insert", 39, "LOAD_CONST", 100)`, as the REPL's patch command."""
-    words = [action, str(index)] + ([opname] if opname else []) + \
-        ([] if arg is None else [arg if isinstance(arg, str) else repr(arg)])
-    return EDITS.patch(compile_id, patching.parse_op(words))
+    """`patch("0/0", "insert", 39, "LOAD_CONST", 100)`, as the REPL's patch command.
+    A constant is the object itself (`torch.tensor([1.0])`, any object); a string
+    ARG is read as the REPL reads it (`"'s'"` for the string s, `"+"`, `"x"`)."""
+    return EDITS.patch(compile_id, patching.op_of(action, index, opname, arg))
 
 
 def install(compile_id: str, new_code: types.CodeType) -> Edit:

@@ -43,6 +43,11 @@ def test_api_edits_change_the_output_and_undo_restores_it(backend: str) -> None:
     assert got["patched, n=2"] == "111.0" and got["patch new graphs"] == "0"
     assert got["run 0/0 by hand, n=2"] == "111.0"      # the patched code, by hand
     assert got["undo all, n=2"] == "11.0" and got["run 0/0 by hand after undo"] == "11.0"
+    # A tensor constant, patched in from Python as the object itself.
+    assert got["tensor patched, n=2"] == "[111.0, 211.0]"
+    assert got["tensor patch edit"].endswith("LOAD_CONST tensor([100., 200.])")
+    assert got["tensor patch loads the object itself"] == "True"
+    assert got["tensor patch undone, n=2"] == "11.0"
     assert got["installed, n=2"] == "[42.0, 42.0]"          # called, and run by hand
     assert got["refused"].startswith("the patched code does not assemble") or \
         got["refused"].startswith("refused:")

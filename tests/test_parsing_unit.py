@@ -313,6 +313,43 @@ def test_help_table_aligns_every_row_whatever_the_titles() -> None:
     assert help_table([]) == []
 
 
+def test_a_command_refused_while_dynamo_compiles_names_those_that_work_there() -> None:
+    """At a stop while dynamo compiles, a command about generated code says which
+    commands work there: each one it names runs there, and each one that runs
+    there is named (issue 49: the list was written out by hand)."""
+    import inspect
+    from dyndbg.ui.breakpoint_commands import BreakpointCommands
+    from dyndbg.ui.cache_commands import CacheCommands
+    from dyndbg.ui.dynamo_commands import DynamoCommands
+    from dyndbg.ui.history_commands import HistoryCommands
+    from dyndbg.ui.looking import LookingCommands
+    from dyndbg.ui.running import RunningCommands
+    from dyndbg.ui.session_commands import SessionCommands, commands_of
+    from dyndbg.ui.trace_commands import TraceCommands
+
+    families = [cls(host=None) for cls in (  # type: ignore[arg-type]
+        RunningCommands, BreakpointCommands, DynamoCommands, CacheCommands,
+        LookingCommands, HistoryCommands, SessionCommands)]
+    tracing = TraceCommands(host=None)  # type: ignore[arg-type]
+
+    def works(name: str) -> bool:      # the command itself, not the refusal standing in for it
+        return inspect.ismethod(tracing.command(name, families))
+
+    with pytest.raises(CommandError) as refused:
+        tracing.command("up", families)("")  # type: ignore[misc]
+    listed = re.fullmatch(r"up: dynamo is compiling; no generated code runs yet "
+                          r"\(at this stop: (.*)\)", str(refused.value))
+    assert listed is not None, refused.value
+    named = {word.replace("(", "").replace(")", "")
+             for word in re.split(r", |; as anywhere: ", listed.group(1))}
+    assert all(works(name) for name in named), [n for n in named if not works(n)]
+    working = {tracing.command(c.__name__[3:], families).__name__[3:]  # type: ignore[union-attr]
+               for family in [tracing, *families] for c in commands_of(family)
+               if works(c.__name__[3:])}
+    assert working - named == set(), working - named
+    assert not works("up") and not works("patch") and works("step") and works("help")
+
+
 def test_every_command_has_a_usage_line() -> None:
     from dyndbg.ui.breakpoint_commands import BreakpointCommands
     from dyndbg.ui.dynamo_commands import DynamoCommands

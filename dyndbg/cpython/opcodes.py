@@ -194,9 +194,13 @@ def handler_trusted_slots(code: types.CodeType) -> list[tuple[int, int]]:
     return [(e.target, e.depth) for e in dis.Bytecode(code).exception_entries if e.lasti]
 
 
+# Instructions whose argument's low bit is a flag (the name's index is above it):
+# set, LOAD_GLOBAL (3.11+) pushes a NULL too, LOAD_ATTR (3.12+) a method and its
+# self, or a NULL and the attribute.
+NULL_BIT_OPNAMES = frozenset({"LOAD_GLOBAL", "LOAD_ATTR"} if sys.version_info >= (3, 12)
+                             else {"LOAD_GLOBAL"})
+
+
 def pushes_null(instr: dis.Instruction) -> bool:
     """LOAD_GLOBAL's low bit (3.11+) and LOAD_ATTR's (3.12+) push a NULL too."""
-    if instr.opname == "LOAD_GLOBAL":
-        return bool((instr.arg or 0) & 1)
-    return (instr.opname == "LOAD_ATTR" and sys.version_info >= (3, 12)
-            and bool((instr.arg or 0) & 1))
+    return instr.opname in NULL_BIT_OPNAMES and bool((instr.arg or 0) & 1)

@@ -6,7 +6,7 @@ not compiled yet is answered `verified: false`, and a `breakpoint` event
 says when it binds."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from dyndbg.dap.addresses import parse_address
 from dyndbg.dap.bytecode_source import serial_of_path
@@ -64,62 +64,47 @@ class BreakpointRequests:
         key = f"bytecode:{entry.serial}" if entry is not None else f"file:{source.get('path')}"
         if entry is None and not isinstance(source.get("path"), str):
             raise RequestError("'source' needs a 'path' (or a bytecode view's sourceReference)")
-        results = []
-        self._forget(key)
-        for spec in wanted:
+
+        def target_of(spec: dict) -> tuple[Target, dict]:
             line = spec.get("line")
             if not isinstance(line, int) or line < 1:
-                results.append(_unverified("'line' must be a positive integer"))
-                continue
+                raise _Unverified("'line' must be a positive integer")
             try:
                 target = self._bytecode_target(entry, line) if entry is not None else \
                     LineTarget(source["path"], line)
             except RequestError as error:
-                results.append(_unverified(str(error), line))
-                continue
-            results.append(self._add(key, target, spec, {"line": line, "source": source}))
-        self._rearm()
-        return {"breakpoints": results}
+                raise _Unverified(str(error), line) from None
+            return target, {"line": line, "source": source}
+
+        return self._replace(key, wanted, target_of)
 
     def r_setFunctionBreakpoints(self, arguments: dict) -> dict:
-        wanted = _specs(arguments)
-        self._forget(FUNCTION)
-        results = []
-        for spec in wanted:
+        def target_of(spec: dict) -> tuple[Target, dict]:
             name = spec.get("name")
             try:
                 if not isinstance(name, str):
                     raise CommandError("'name' must be a string")
-                target = named_target(name.strip())
+                return named_target(name.strip()), {}
             except CommandError as error:
-                results.append(_unverified(str(error)))
-                continue
-            results.append(self._add(FUNCTION, target, spec, {}))
-        self._rearm()
-        return {"breakpoints": results}
+                raise _Unverified(str(error)) from None
+
+        return self._replace(FUNCTION, _specs(arguments), target_of)
 
     def r_setInstructionBreakpoints(self, arguments: dict) -> dict:
-        wanted = _specs(arguments)
-        self._forget(INSTRUCTION)
-        results = []
-        for spec in wanted:
+        def target_of(spec: dict) -> tuple[Target, dict]:
             reference = spec.get("instructionReference")
             parsed = parse_address(reference) if isinstance(reference, str) else None
             entry = self.requests.code.entry_of(parsed[0]) if parsed else None
             extra = spec.get("offset") or 0
             if parsed is None or entry is None or not isinstance(extra, int):
-                results.append(_unverified(f"{reference!r} is not the address of generated "
-                                           "code"))
-                continue
+                raise _Unverified(f"{reference!r} is not the address of generated code")
             try:
                 target = self._instruction(entry, parsed[1] + extra)
             except RequestError as error:
-                results.append(_unverified(str(error)))
-                continue
-            results.append(self._add(INSTRUCTION, target, spec,
-                                     {"instructionReference": reference}))
-        self._rearm()
-        return {"breakpoints": results}
+                raise _Unverified(str(error)) from None
+            return target, {"instructionReference": reference}
+
+        return self._replace(INSTRUCTION, _specs(arguments), target_of)
 
     def r_setExceptionBreakpoints(self, arguments: dict) -> dict:
         filters = arguments.get("filters") or []
@@ -142,6 +127,23 @@ class BreakpointRequests:
         return {"breakpoints": [{"verified": True} for _ in filters]}
 
     # -- the table ---------------------------------------------------------------------------
+    def _replace(self, key: str, wanted: list[dict],
+                 target_of: Callable[[dict], tuple[Target, dict]]) -> dict:
+        """The answer to a `set*Breakpoints` request: KEY's breakpoints replaced by
+        one for each spec, at target_of(spec)'s target (with what the answer shows
+        of it), or answered unverified where target_of raises _Unverified."""
+        self._forget(key)
+        results = []
+        for spec in wanted:
+            try:
+                target, shown = target_of(spec)
+            except _Unverified as refused:
+                results.append(_unverified(refused.message, refused.line))
+                continue
+            results.append(self._add(key, target, spec, shown))
+        self._rearm()
+        return {"breakpoints": results}
+
     def _forget(self, key: str) -> None:
         for number in self._owned.pop(key, []):
             self.table.delete(number)
@@ -212,6 +214,15 @@ class BreakpointRequests:
         if instr.silent:
             raise RequestError(f"{instr.opname} at @{instr.offset} runs before tracing starts")
         return InstructionTarget(entry.code, instr.offset, instr.index, entry.label())
+
+
+class _Unverified(Exception):
+    """A requested breakpoint that cannot be set: answered `verified: false`."""
+
+    def __init__(self, message: str, line: object = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
 
 
 def _specs(arguments: dict) -> list[dict]:

@@ -9,6 +9,8 @@
 - the backend's call: a copy of each graph as dynamo traced it (graph_copies.py).
 - a function dynamo gives up on (give_ups.py) or skips (frame_skips.py): told
   to the engine; a skip is also kept on the generated code that called it.
+dyndbg.cache's log of compiles (compile_log) installs the bytecode hook, the
+start callback and the graph copies alone (watch_compiles), from its import.
 Where torch lacks the C callback (or DYNDBG_NO_CALLBACK=1), `has_callback` is
 False and the engine falls back to a global trace function.
 """
@@ -26,6 +28,7 @@ from dyndbg.dynamo.registry import Registry
 from dyndbg.faults import maybe_fault
 
 if TYPE_CHECKING:
+    from torch._dynamo.types import BytecodeHook
     from torch.utils.hooks import RemovableHandle
 
 
@@ -47,6 +50,50 @@ def shield(*functions: Callable[..., object] | types.CodeType) -> None:
         code = function if isinstance(function, types.CodeType) else \
             getattr(function, "__code__", None) or function.__func__.__code__  # type: ignore[attr-defined]  # a bound method
         set_code_exec_strategy(code, skip_all)
+
+
+def watch_compiles(bytecode_hook: BytecodeHook,
+                   compile_start: Callable[[object], None]) -> RemovableHandle:
+    """Torch calls `compile_start(args)` as each compile starts and
+    `bytecode_hook(code, new_code)` with the code it made, and a copy of each
+    graph is kept as dynamo traced it (graph_copies.py): the install that both
+    the engine's hooks and dyndbg.cache's log of compiles make. Both functions
+    are shielded from dynamo and must never raise into torch."""
+    import torch._dynamo  # noqa: F401  (imports convert_frame and the callback handler)
+    from torch._dynamo import convert_frame
+    shield(bytecode_hook, compile_start)
+    handle = convert_frame.register_bytecode_hook(bytecode_hook)
+    graph_copies.keep()     # dynamo's graphs as traced, for graph run / bisect
+    torch._dynamo.callback_handler.register_start_callback(compile_start)
+    return handle
+
+
+def compile_log() -> CompileLog | None:
+    """Torch's account of each compile from now on, in a registry of its own
+    (dyndbg.cache's, from its import; its hooks only read and swallow whatever
+    goes wrong); None without torch."""
+    try:
+        import torch._dynamo  # noqa: F401
+        from torch._dynamo import convert_frame  # noqa: F401
+    except ImportError:
+        return None
+    log = CompileLog(Registry())
+
+    def started(_args: object) -> None:
+        try:
+            log.started()
+        except BaseException:  # noqa: BLE001 - never break dynamo's compile
+            pass
+
+    def compiled(code: types.CodeType, new_code: types.CodeType) -> None:
+        try:
+            log.compiled(code, new_code)
+        except BaseException:  # noqa: BLE001 - never break dynamo's compile
+            pass
+        return None
+
+    watch_compiles(compiled, started)
+    return log
 
 
 class DynamoHooks:
@@ -82,19 +129,14 @@ class DynamoHooks:
         shield(*functions)
 
     def install(self) -> None:
-        import torch._dynamo  # noqa: F401  (imports convert_frame and the callback handler)
-        from torch._dynamo import convert_frame
-        self.shield(self._bytecode_hook, self._code_callback, self._compile_start,
-                    self._compile_end)
-        self._handle = convert_frame.register_bytecode_hook(self._bytecode_hook)
-        graph_copies.keep()     # dynamo's graphs as traced, for graph run / bisect
+        import torch._dynamo  # noqa: F401  (imports the callback handler)
+        self.shield(self._code_callback, self._compile_end)
+        self._handle = watch_compiles(self._bytecode_hook, self._compile_start)
         if self._on_give_up is not None:
             self._give_ups = give_ups.install(self._gave_up)
         if self._on_skip is not None:
             self._watching_skips = frame_skips.listen(self._skipped)
-        handler = torch._dynamo.callback_handler
-        handler.register_start_callback(self._compile_start)
-        handler.register_end_callback(self._compile_end)
+        torch._dynamo.callback_handler.register_end_callback(self._compile_end)
         if not self.force_fallback:
             try:
                 from torch._C._dynamo import eval_frame

@@ -21,8 +21,8 @@ import sys
 import types
 from typing import NamedTuple
 
-from dyndbg.cpython.opcodes import (CHECKED_LOCAL_LOAD, JUMPS, OWNING_LOADS, UNCHECKED_LOCAL_LOADS,
-                                    names_a_cell)
+from dyndbg.cpython.opcodes import (CHECKED_LOCAL_LOAD, JUMPS, NULL_BIT_OPNAMES, OWNING_LOADS,
+                                    UNCHECKED_LOCAL_LOADS, names_a_cell)
 from dyndbg.dynamo import bytecode_verifier
 from dyndbg.dynamo.live_entries import CacheError
 from dyndbg.dynamo.bytecode_verifier import listing
@@ -34,16 +34,33 @@ class PatchAction(enum.Enum):
     DELETE = "delete"
 
 
+class Constant(NamedTuple):
+    """A patch's constant given as the object itself (from Python: a tensor, any
+    object), not as text to read."""
+
+    value: object
+
+    def __str__(self) -> str:
+        """Its repr on one line, cut (as the edit's text shows it)."""
+        try:
+            text = " ".join(repr(self.value).split())
+        except Exception:  # noqa: BLE001 - a repr that fails
+            text = f"<{type(self.value).__name__} object>"
+        return text if len(text) <= 60 else text[:57] + "..."
+
+
 class PatchOp(NamedTuple):
-    """`replace 12 LOAD_CONST 100`: ARG as dis shows it (number, constant, name)."""
+    """`replace 12 LOAD_CONST 100`: ARG as dis shows it (number, constant, name),
+    or a constant itself."""
 
     action: PatchAction
     index: int  # type: ignore[assignment]  # `ll`'s index; shadows tuple.index, unused here
     opname: str | None = None
-    arg: str | None = None
+    arg: str | Constant | None = None
 
     def describe(self) -> str:
-        words = [self.action.value, str(self.index), self.opname or "", self.arg or ""]
+        words = [self.action.value, str(self.index), self.opname or "",
+                 "" if self.arg is None else str(self.arg)]
         return " ".join(w for w in words if w)
 
 
@@ -74,6 +91,20 @@ def parse_op(words: list[str]) -> PatchOp:
         raise CacheError(f"no opcode {words[2]!r} in Python {sys.version_info[0]}."
                          f"{sys.version_info[1]}")
     return PatchOp(action, int(words[1]), opname, " ".join(words[3:]) or None)
+
+
+def op_of(action: str, index: int | str, opname: str | None = None,
+          arg: object = None) -> PatchOp:
+    """dyndbg.cache.patch's arguments: ARG of an instruction that loads a constant
+    (LOAD_CONST) is the constant itself, unless it is a string, which is read as
+    the prompt reads it (as dis shows it: `'s'`, `(1, 2)`); another instruction's
+    ARG is a string so read, or a value taken as its repr (`0`, a jump's target)."""
+    constant = arg is not None and not isinstance(arg, str) and opname is not None \
+        and dis.opmap.get(opname.upper()) in dis.hasconst
+    words = [action, str(index)] + ([opname] if opname else []) + \
+        ([] if arg is None or constant else [arg if isinstance(arg, str) else repr(arg)])
+    op = parse_op(words)
+    return op._replace(arg=Constant(arg)) if constant else op
 
 
 def apply(code: types.CodeType, ops: list[PatchOp]) -> Patched:
@@ -160,8 +191,13 @@ def _aligned(shown: list[dis.Instruction], instructions: list) -> dict[int, int]
 def _instruction(op: PatchOp, options: dict, instructions: list, position: dict[int, int]):
     """A torch Instruction for OPNAME ARG, reading ARG the way dis prints it."""
     from torch._dynamo.bytecode_transformation import create_instruction
-    opname, text = op.opname or "", (op.arg or "").strip()
+    opname = op.opname or ""
     opcode = dis.opmap[opname]
+    if isinstance(op.arg, Constant):
+        if opcode not in dis.hasconst:
+            raise CacheError(f"{opname} loads no constant")
+        return create_instruction(opname, argval=op.arg.value)
+    text = (op.arg or "").strip()
     if opcode < dis.HAVE_ARGUMENT:
         if text:
             raise CacheError(f"{opname} takes no argument")
@@ -191,10 +227,11 @@ def _instruction(op: PatchOp, options: dict, instructions: list, position: dict[
             raise CacheError(f"{opname} takes a name, not {text!r}")
         if name not in options["co_names"]:
             options["co_names"] = options["co_names"] + (name,)
-        if opname == "LOAD_GLOBAL":
-            return create_instruction(opname, arg=int(push_null), argval=name)
-        if opname == "LOAD_ATTR" and sys.version_info >= (3, 12):
-            return create_instruction(opname, arg=0, argval=name)
+        if opname in NULL_BIT_OPNAMES:
+            # Torch's assembler keeps the argument's low bit: dis's `NULL + ` sets it on
+            # LOAD_GLOBAL; LOAD_ATTR's method form (`NULL|self + `) is not written.
+            return create_instruction(opname, arg=int(push_null and opname == "LOAD_GLOBAL"),
+                                      argval=name)
         return create_instruction(opname, argval=name)
     if opcode in JUMPS:
         if not text.isdigit() or int(text) not in position:

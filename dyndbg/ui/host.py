@@ -39,6 +39,18 @@ class Family(Protocol):
     title: str
 
 
+def commands_of(family: object) -> list[Callable[[str], None]]:
+    """A family's commands in the order they are written; an alias (`do_b =
+    do_break`) is the same function and is listed once, under its own name."""
+    return [getattr(family, name) for name, function in vars(type(family)).items()
+            if name.startswith("do_") and getattr(function, "__name__", None) == name]
+
+
+def usage(command: Callable[[str], None]) -> str:
+    """`b(reak)`: the first word of the docstring's first line."""
+    return (command.__doc__ or "").splitlines()[0].split(" ")[0]
+
+
 class Host(Protocol):
     # the stop being looked at, and the frame selected in it (`up`, `down`)
     stop: Stop | None

@@ -4,24 +4,12 @@ options of `set`, and help, which pdb-like comes from the `do_*` docstrings
 from __future__ import annotations
 
 import inspect
-from typing import Callable, Sequence
+from typing import Sequence
 
 from dyndbg.ui import values
-from dyndbg.ui.host import Host
+from dyndbg.ui.host import Host, commands_of, usage
 from dyndbg.ui.parsing import (CommandError, check_alias_body, format_bytes, parse_bytes,
                                parse_count, parse_int)
-
-
-def commands_of(family: object) -> list[Callable[[str], None]]:
-    """A family's commands in the order they are written; an alias (`do_b =
-    do_break`) is the same function and is listed once, under its own name."""
-    return [getattr(family, name) for name, function in vars(type(family)).items()
-            if name.startswith("do_") and getattr(function, "__name__", None) == name]
-
-
-def usage(command: Callable[[str], None]) -> str:
-    """`b(reak)`: the first word of the docstring's first line."""
-    return (command.__doc__ or "").splitlines()[0].split(" ")[0]
 
 
 def command_help(doc: str) -> list[str]:

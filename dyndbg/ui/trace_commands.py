@@ -15,7 +15,7 @@ from dyndbg.dynamo.symbolic_trace import TracePoint
 from dyndbg.dynamo.symbolic_values import SymbolicValue, is_variable_tracker
 from dyndbg.engine.trace_stepping import TraceStep, TraceStop
 from dyndbg.ui.breakpoint_commands import deleted_at_stop
-from dyndbg.ui.host import Family, Host
+from dyndbg.ui.host import Family, Host, commands_of, usage
 from dyndbg.ui.parsing import CommandError
 from dyndbg.ui.values import safe_repr
 
@@ -65,11 +65,16 @@ class TraceCommands:
 
         def refuse(arg: str) -> None:
             raise CommandError(f"{name}: dynamo is compiling; no generated code runs yet "
-                               "(at this stop: s, n, nl, sl, r, c, stack, locals, graph, "
-                               "guards, where, list, p, break)")
+                               f"(at this stop: {self.commands_here()})")
         refuse.__name__ = found.__name__
         refuse.__doc__ = found.__doc__
         return refuse
+
+    def commands_here(self) -> str:
+        """The commands of such a stop, as `help` there lists them: the
+        compile-time ones, then those that work as anywhere."""
+        return (", ".join(usage(c) for c in commands_of(self))
+                + "; as anywhere: " + ", ".join(sorted(ANYWHERE)))
 
     # -- the stop ------------------------------------------------------------------------
     def print_stop(self, stop: TraceStop) -> None:

@@ -73,6 +73,18 @@ dc.undo_all()
 show("undo all, n=2", call(2))
 show("run 0/0 by hand after undo", dc.run("0/0", x, 2).item())
 
+# A constant given as the object itself: a tensor (its repr is no literal).
+constant = torch.tensor([100.0, 200.0])
+p1 = dc.patch("0/0", "insert", ret, "LOAD_CONST", constant)
+dc.patch("0/0", "insert", ret + 1, "BINARY_OP", "+")
+show("tensor patched, n=2", cf(x, 2).tolist())
+show("tensor patch edit", p1.text)
+show("tensor patch loads the object itself",
+     any(c is constant for c in dc.EDITS.code_to_run("0/0")[1].co_consts))
+dc.undo_all()
+show("tensor patch undone, n=2", call(2))
+
+
 def alternative(x, n):
     return x.sum() * 0 + 42
 
