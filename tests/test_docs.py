@@ -216,7 +216,10 @@ def test_command_output_is_real(block: Block) -> None:
     # `python` is this interpreter, wherever it stands in the pipeline's first command.
     command = re.sub(r"(^|\s)python(\s)", lambda m: m.group(1) + shlex.quote(sys.executable)
                      + m.group(2), head[2:], count=1)
-    proc = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=ROOT, env=child_env(),
+    # pytest writes its summary lines whole where CI (or BUILD_NUMBER) is set, cut at
+    # the width elsewhere: a page shows a run outside CI.
+    proc = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=ROOT,
+                          env=child_env(extra={"CI": None, "BUILD_NUMBER": None}),
                           capture_output=True, text=True, timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stderr
     expected = [(text, block.line + 1 + i) for i, text in enumerate(block.lines[1:])]
