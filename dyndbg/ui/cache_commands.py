@@ -9,7 +9,7 @@ import types
 from typing import Iterator
 
 from dyndbg import cache
-from dyndbg.dynamo import live_entries
+from dyndbg.dynamo import live_entries, patching
 from dyndbg.dynamo.edits import Edit, EditKind, fell_through_lines
 from dyndbg.ui.host import Host
 from dyndbg.ui.parsing import CommandError
@@ -100,8 +100,8 @@ class CacheCommands:
             raise CommandError("usage: patch ENTRY replace|insert INDEX OPNAME [ARG] | "
                                "patch ENTRY delete INDEX")
         entry = parse_entry(words[0])
-        with _one_line():
-            self._made(cache.patch(entry, *words[1:]))
+        with _one_line():     # ARG may be several words: `LOAD_CONST (1, 2)`
+            self._made(cache.EDITS.patch(entry, patching.parse_op(words[1:])))
 
     def _made(self, edit: Edit) -> None:
         host = self.host
