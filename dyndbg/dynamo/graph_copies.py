@@ -46,7 +46,7 @@ class KeptGraph:
     @property
     def graph_module(self) -> Any:
         """A GraphModule running the copy (one, made once: never give it to a backend,
-        which may rewrite it; `copy_graph_module` it first)."""
+        which may rewrite it: `private_module` makes one of its own)."""
         if self._module is None:
             import torch.fx
             self._module = torch.fx.GraphModule(self.attributes, self.graph)
@@ -111,15 +111,6 @@ def copy_graph(gm: Any) -> tuple[Any, dict]:
                 value = getattr(value, part)
             attributes[node.target] = value
     return graph, attributes
-
-
-def copy_graph_module(gm: Any) -> Any:
-    """A GraphModule running a copy of `gm`'s graph (copy_graph), with gm's meta."""
-    import torch.fx
-    graph, attributes = copy_graph(gm)
-    copy = torch.fx.GraphModule(attributes, graph)
-    copy.meta = dict(getattr(gm, "meta", {}))
-    return copy
 
 
 def _copy_or_none(gm: Any) -> tuple[Any, dict, dict] | None:
