@@ -37,15 +37,19 @@ class GeneratedCode:
     skipped: tuple[FrameSkip, ...] = ()  # functions it called that dynamo skipped (torch's account)
 
     @property
+    def source(self) -> types.CodeType:
+        """The code dynamo compiled this from: the user's function, or the resume
+        function it made (this code itself where dyndbg runs one uncompiled)."""
+        return self.original if self.original is not None else self.code
+
+    @property
     def function(self) -> str:
         """The name the user knows: the original function or the resume function."""
-        source = self.original if self.original is not None else self.code
-        return source.co_name
+        return self.source.co_name
 
     @property
     def qualname(self) -> str:
-        source = self.original if self.original is not None else self.code
-        return getattr(source, "co_qualname", source.co_name)
+        return getattr(self.source, "co_qualname", self.source.co_name)
 
     @property
     def is_resume(self) -> bool:

@@ -42,7 +42,7 @@ def made_by(entry: GeneratedCode, frame_globals: dict, registry: Registry) -> Or
     none to dyndbg: the compile ran before dyndbg was attached)."""
     if not entry.is_resume:
         return None
-    made = entry.original if entry.original is not None else entry.code
+    made = entry.source
     for other in reversed(registry.entries()):
         for name in other.code.co_names:
             if RESUME_GLOBAL.fullmatch(name):
@@ -86,8 +86,7 @@ def explain(entry: GeneratedCode, frame_globals: dict, registry: Registry,
                          "it after its graph break")
             lines += break_lines(origin.reason, details=True) if origin.reason is not None else \
                 ["  (torch's reason is not known: that compile ran before dyndbg attached)"]
-            code = entry.original if entry.original is not None else entry.code
-            for skip in [s for s in origin.caller.skipped if s.code is code]:
+            for skip in [s for s in origin.caller.skipped if s.code is entry.source]:
                 lines.append(f"dynamo skipped compiling it {skip.at}; {skip.runs}:")
                 lines += skip_lines(skip)
     elif entry.compile_id is not None and not entry.compile_id.endswith("/0"):
