@@ -229,9 +229,13 @@ class BreakpointTable:
                                                 bp.condition, code)
         return checks
 
-    def catches_exceptions(self) -> bool:
+    def catches(self, event: str) -> bool:
+        """An enabled `catch EVENT` (exception, recompile, graph-break, ...)."""
         return any(bp.enabled and isinstance(bp.target, CatchTarget)
-                   and bp.target.event == "exception" for bp in self)
+                   and bp.target.event == event for bp in self)
+
+    def catches_exceptions(self) -> bool:
+        return self.catches("exception")
 
     def watches_resume_calls(self) -> bool:
         """Some enabled breakpoint could stop in a resume function."""

@@ -16,7 +16,6 @@ from dyndbg.dynamo.compile_context import program_frame
 from dyndbg.dynamo.frame_skips import FrameSkip
 from dyndbg.dynamo.give_ups import GiveUp
 from dyndbg.engine.breakpoints import BreakpointTable
-from dyndbg.engine.targets import CatchTarget
 
 
 class DynamoNotices:
@@ -30,17 +29,12 @@ class DynamoNotices:
 
     def gave_up(self, give_up: GiveUp) -> None:
         self._message(give_up.one_line())
-        if self._catches("recompile"):
+        if self._breakpoints.catches("recompile"):
             self._stop_soon(program_frame(), f"dynamo gave up on {give_up.function} "
                                              "(catch recompile)")
 
     def skipped(self, skip: FrameSkip) -> None:
         self._message(skip.one_line())
-        if skip.graph_break and self._catches("graph-break"):
+        if skip.graph_break and self._breakpoints.catches("graph-break"):
             self._stop_soon(program_frame(), f"dynamo skipped {skip.function} "
                                              "(catch graph-break)")
-
-    def _catches(self, event: str) -> bool:
-        """An enabled `catch EVENT`."""
-        return any(bp.enabled and isinstance(bp.target, CatchTarget)
-                   and bp.target.event == event for bp in self._breakpoints)
