@@ -153,6 +153,25 @@ def test_ctrl_c_at_the_prompt_keeps_the_session(tmp_path: Path, start) -> None:
     assert out == run_plain(SAMPLES / "graph_break.py").stdout
 
 
+def test_ctrl_c_in_a_command_ends_the_command_alone(tmp_path: Path, start) -> None:
+    # As pdb's --KeyboardInterrupt--: a Ctrl-C while a command runs (or while a
+    # stop is printed) ends that, and the prompt comes back; it never reaches
+    # the program (CI saw one land while the stop printed and kill the program).
+    transcript = tmp_path / "t.txt"
+    proc = start([str(SAMPLES / "graph_break.py")], transcript)
+    _wait_for(transcript, "\n> ")
+    proc.stdin.write("p [print('spinning', flush=True), __import__('time').sleep(60)]\n")
+    proc.stdin.flush()
+    assert proc.stdout.readline() == "spinning\n"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate("p 6*7\nc\n", timeout=120)
+    assert proc.returncode == 0, err
+    text = transcript.read_text()
+    assert "--KeyboardInterrupt--" in text and "42" in text.split("--KeyboardInterrupt--")[1]
+    assert "Traceback" not in err + text
+    assert out == run_plain(SAMPLES / "graph_break.py").stdout
+
+
 @pytest.mark.parametrize("how", ["sys.exit", "os._exit", "close-stdout"])
 def test_exits_from_inside_compiled_code(how: str, tmp_path: Path) -> None:
     argv = [PROGRAMS / "exits.py", how]

@@ -156,7 +156,7 @@ class Session(StopView):
             if self.engine.traces_globally:
                 self.write("dyndbg: no bytecode debugger callback in this torch (or "
                            "DYNDBG_NO_CALLBACK=1): tracing globally, slower")
-        self.print_stop(stop)
+        self._interruptible(lambda: self.print_stop(stop))
         self._command_loop()
 
     def interact_trace(self, stop: TraceStop) -> None:
@@ -169,7 +169,7 @@ class Session(StopView):
                 self._greeted = True
                 self.write("dyndbg: stopped while dynamo compiles. 'help' lists commands, "
                            "'c' continues.")
-            self.tracing.print_stop(stop)
+            self._interruptible(lambda: self.tracing.print_stop(stop))
             self._command_loop()
         finally:
             self.trace_stop = previous
@@ -196,7 +196,16 @@ class Session(StopView):
                     self.engine.detach()
                     return
                 line = read
-            self.onecmd(line)
+            self._interruptible(lambda: self.onecmd(line))
+
+    def _interruptible(self, action: Callable[[], None]) -> None:
+        """Ctrl-C while a command runs, or while a stop is printed, ends that alone
+        and the prompt comes back, as pdb's --KeyboardInterrupt-- does; it never
+        reaches the program."""
+        try:
+            action()
+        except KeyboardInterrupt:
+            self.write("--KeyboardInterrupt--")
 
     def print_stop(self, stop: Stop) -> None:
         self.printer.print_stop(stop)
