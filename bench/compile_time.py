@@ -50,7 +50,8 @@ def timed_reading() -> list[float]:
     which stays installed for the plain rounds too), and copying each graph
     before its backend sees it (what `graph run` and `graph bisect` compare
     with), summed into the returned list's one element."""
-    from dyndbg.dynamo import break_reasons, compile_context, graph_copies, recompile_reasons
+    from dyndbg.dynamo.compiles import breaks as break_reasons, context as compile_context, recompiles as recompile_reasons
+    from dyndbg.dynamo.graphs import copies as graph_copies
     spent = [0.0]
     for module in (break_reasons, recompile_reasons, compile_context, graph_copies):
         for name in ("since", "mark", "count", "guard_stacks", "called_from", "_copy_or_none"):

@@ -1,5 +1,5 @@
 """What stopping in dynamo's trace costs its compiles, measured side by side
-in one run (dyndbg/engine/trace_stepping.py).
+in one run (dyndbg/engine/compile_stepping.py).
 
 Each round compiles bench/compile_time.py's programs from scratch (five
 graph breaks, then three compiles of which two are recompiles), four ways:
@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from compile_time import compile_all  # noqa: E402  (this folder's)
 
 from dyndbg.engine.breakpoints import BreakpointTable  # noqa: E402
-from dyndbg.engine.targets import TraceCatchTarget  # noqa: E402
-from dyndbg.engine.trace_stepping import TraceStepper, TraceStop  # noqa: E402
+from dyndbg.engine.targets import CompileCatchTarget  # noqa: E402
+from dyndbg.engine.compile_stepping import CompileStepper, CompileStop  # noqa: E402
 
 
 class Continues:
@@ -40,7 +40,7 @@ class Continues:
 
     stops = 0
 
-    def interact_trace(self, stop: TraceStop) -> None:
+    def interact_compile(self, stop: CompileStop) -> None:
         Continues.stops += 1
         stop.state.stack()             # what a stop shows first: read, not kept
         stop.state.instruction()
@@ -53,8 +53,8 @@ def with_catch(pattern: str | None) -> float:
     if pattern is None:
         return compile_all()
     table = BreakpointTable()
-    stepper = TraceStepper(table, Continues(), lambda where, error: print(where, error))
-    table.add(TraceCatchTarget("trace", pattern=pattern))
+    stepper = CompileStepper(table, Continues(), lambda where, error: print(where, error))
+    table.add(CompileCatchTarget("trace", pattern=pattern))
     stepper.arm()
     try:
         return compile_all()

@@ -6,7 +6,7 @@ from typing import TextIO
 from dyndbg.distributed import NoInputReader
 from dyndbg.engine.debugger import Engine
 from dyndbg.support import untested_here
-from dyndbg.ui import rcfile
+from dyndbg.ui.terminal import rcfile
 from dyndbg.ui.session import Session
 
 _current: Engine | None = None  # the engine attached to this process, if any
@@ -55,7 +55,7 @@ def set_options(engine: Engine, *, post_mortem: bool = False, record: bool = Fal
     if trace:
         engine.instruction_trace = True
     if catch_trace is not None:
-        engine.trace.catch(catch_trace)
+        engine.compile_stops.catch(catch_trace)
 
 
 def start_engine(engine: Engine) -> Engine:

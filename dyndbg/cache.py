@@ -13,10 +13,10 @@
 
 Entries are named by compile id (`0/1`, as TORCH_LOGS and `cache` name them) and
 looked up afresh on every call: torch frees cache entries, so no handle is kept.
-Every edit is numbered and undoable; see dyndbg/dynamo/edits.py for how.
+Every edit is numbered and undoable; see dyndbg/dynamo/edits/table.py for how.
 From its import on, this module keeps torch's account of each compile (the
 graph breaks, the failing guards that made a recompile, the guards' user
-stacks: dynamo/compile_log.py), which `guards` and `why` give; of a compile
+stacks: dynamo/compiles/log.py), which `guards` and `why` give; of a compile
 made before, they say that it is not known.
 """
 from __future__ import annotations
@@ -26,14 +26,16 @@ import traceback
 import types
 from typing import Callable, NamedTuple
 
-from dyndbg.dynamo import compile_context, hooks, live_entries, guard_walk, patching, why as _why
-from dyndbg.dynamo.break_reasons import BreakReason
-from dyndbg.dynamo.live_entries import CacheError
+from dyndbg.dynamo import hooks
+from dyndbg.dynamo.compiles import context as compile_context, why as _why
+from dyndbg.dynamo.guards import live_entries, tree as guard_walk
+from dyndbg.dynamo.edits import patching
+from dyndbg.dynamo.compiles import BreakReason
+from dyndbg.dynamo.errors import CacheError
 from dyndbg.dynamo.edits import EDITS, Edit
-from dyndbg.dynamo.graph_checks import (Bisection, GraphRun, NodeValues, captured,
-                                        graph_bisect, graph_capture, graph_run, graph_values)
-from dyndbg.dynamo.recompile_reasons import RecompileReason
-from dyndbg.dynamo.registry import GeneratedCode, Registry
+from dyndbg.dynamo.graphs import Bisection, GraphRun, NodeValues, captured, graph_bisect, graph_capture, graph_run, graph_values
+from dyndbg.dynamo.compiles import RecompileReason
+from dyndbg.dynamo.compiles import GeneratedCode, Registry
 
 __all__ = ["CacheError", "Edit", "EntryView", "EntryWhy", "GraphRun", "GuardView", "entries",
            "code", "guards", "why", "check", "evict", "evict_all", "force", "add_guard",

@@ -10,7 +10,7 @@ The cell runs in the notebook's namespace, as IPython runs a cell (its
 syntax transformed, its source kept for tracebacks and `list`), and its
 last expression's value is the cell's result. The prompt reads each
 command where the cell runs: in a Jupyter kernel from the notebook (an input
-request, the box the notebook shows; ui/reader.py's KernelReader), in
+request, the box the notebook shows; ui/terminal/reader.py's KernelReader), in
 IPython's terminal with dyndbg's own prompt-toolkit prompt, as at a
 terminal. Options as the CLI's; `.dyndbgrc` commands run first, as there.
 """

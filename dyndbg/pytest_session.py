@@ -16,9 +16,9 @@ from typing import Any, Iterator
 
 from dyndbg.engine.debugger import Engine
 from dyndbg.engine.stop import Stop
-from dyndbg.engine.trace_stepping import TraceStop
-from dyndbg.ui import rcfile
-from dyndbg.ui.reader import printable
+from dyndbg.engine.compile_stepping import CompileStop
+from dyndbg.ui.terminal import rcfile
+from dyndbg.ui.terminal.reader import printable
 from dyndbg.ui.session import Session
 
 
@@ -67,13 +67,13 @@ class PytestSession(Session):
             self.write("")          # off pytest's line of progress dots
             super().interact(stop)
 
-    def interact_trace(self, stop: TraceStop) -> None:
+    def interact_compile(self, stop: CompileStop) -> None:
         """A stop while dynamo compiles, as a stop in generated code: with
         pytest's capture suspended, stdin included."""
         with self._capture_suspended():
             self.use_output()
             self.write("")
-            super().interact_trace(stop)
+            super().interact_compile(stop)
 
     def _run_first_commands(self, stop: Stop) -> None:
         """At the first generated instruction: the commands, echoed; then on."""

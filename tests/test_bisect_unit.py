@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from dyndbg.dynamo.node_values import agreement, verdict_line
+from dyndbg.dynamo.graphs.node_values import agreement, verdict_line
 from dyndbg.notebook import parse
-from dyndbg.ui.graph_checks import parse_bisect_options
-from dyndbg.ui.parsing import CommandError
+from dyndbg.ui.commands.graph_checks import parse_bisect_options
+from dyndbg.ui.text.parsing import CommandError
 
 
 def test_equal_values_agree_and_say_where_they_differ_most() -> None:

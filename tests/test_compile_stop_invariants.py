@@ -37,7 +37,7 @@ NO_LINE = re.compile(r":None\b|\bline None\b")
 class Walk:
     """What the walk through a program's compiles saw."""
 
-    stops: int = 0                                     # compile-time stops looked at
+    stops: int = 0                                     # compile stops looked at
     compiles: Counter = field(default_factory=Counter)  # stops per compile id
     printed: int = 0                                   # `p NAME` answered
     problems: list[str] = field(default_factory=list)
@@ -74,7 +74,7 @@ def symbolic_locals(lines: list[str]) -> dict[str, str]:
 
 
 def walk_compiles(script: Path, args: list[str], steps: int = STEPS) -> tuple[Walk, Dialog]:
-    """Every compile-time stop of the first STEPS `s` of each compile looked
+    """Every compile stop of the first STEPS `s` of each compile looked
     at; `c` at the others and at the stops in generated code."""
     walk = Walk()
     dialog = Dialog(script, ["--catch-trace", "*"], args=args)

@@ -18,11 +18,11 @@ from dyndbg.dap.addresses import MAX_INSTRUCTIONS, address, disassemble, find_en
     parse_address
 from dyndbg.dap.bytecode_source import bytecode_listing, serial_of_path, virtual_path
 from dyndbg.dap.variables import References, StaleReference, variable
-from dyndbg.dynamo.compile_log import current_compile_id
-from dyndbg.dynamo.registry import GeneratedCode, Registry
+from dyndbg.dynamo.compiles import current_compile_id
+from dyndbg.dynamo.compiles import GeneratedCode, Registry
 from dyndbg.engine.codeinfo import CodeInfo, code_info
 from dyndbg.engine.recording.recorded_values import Summary
-from dyndbg.ui import render
+from dyndbg.ui.text import render
 from tests.listing import Listing, parse_listing
 
 

@@ -15,12 +15,14 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import dyndbg.cache as dc  # noqa: E402
-from dyndbg.dynamo import graph_copies, live_entries, versions  # noqa: E402
-from dyndbg.dynamo.graph_views import graph_backend  # noqa: E402
-from dyndbg.dynamo.graphs import (  # noqa: E402
+from dyndbg.dynamo import versions  # noqa: E402
+from dyndbg.dynamo.graphs import copies as graph_copies
+from dyndbg.dynamo.guards import live_entries
+from dyndbg.dynamo.graphs.views import graph_backend  # noqa: E402
+from dyndbg.dynamo.graphs.lookup import (  # noqa: E402
     graph_info, graph_number, inductor_output_code, is_graph_name)
-from dyndbg.dynamo.guard_walk import split_part  # noqa: E402
-from dyndbg.dynamo.guards import cache_entries, explain_entry, guard_tree  # noqa: E402
+from dyndbg.dynamo.guards import split_part# noqa: E402
+from dyndbg.dynamo.guards import cache_entries, explain_entry, guard_tree# noqa: E402
 
 
 def _graph_globals(fn: types.FunctionType) -> list[str]:
@@ -336,7 +338,7 @@ def test_a_guard_line_in_a_file_named_as_one_of_torchs_is_the_programs() -> None
     `functional.py`, as torch's own torch/functional.py is: the source line the
     comment carries tells them apart."""
     import linecache
-    from dyndbg.dynamo.guard_walk import installed_at
+    from dyndbg.dynamo.guards import installed_at
     ours = Path(torch.__file__).parent / "functional.py"
     number, text = next((n, line.strip()) for n, line in
                         enumerate(linecache.getlines(str(ours)), 1) if line.strip())

@@ -215,7 +215,7 @@ def test_graph_values_gives_one_nodes_three_values(fresh) -> None:
 def test_saved_script_prints_the_same_verdict(fresh, tmp_path: Path) -> None:
     import dyndbg.cache as dc
     number, _, _, _ = _compile_and_capture(wrong_ops.wrong_relu, False, False)
-    script = tmp_path / "repro.py"
+    script = tmp_path / "graphs/repro.py"
     found = dc.graph_bisect(number, save=str(script))
     assert (tmp_path / "repro.pt").exists()
     env = child_env(extra={"PYTHONPATH": str(PROGRAMS)})
@@ -240,7 +240,7 @@ def _sample_gelu() -> tuple[str, str]:
     seen: list[tuple[str, str]] = []
 
     def recording(gm, example_inputs):
-        from dyndbg.dynamo.graphs import node_line
+        from dyndbg.dynamo.graphs.lookup import node_line
         seen.extend((n.name, node_line(n)) for n in gm.graph.nodes
                     if n.target in (torch.nn.functional.gelu, torch._C._nn.gelu))
         return program["fast_gelu_backend"](gm, example_inputs)

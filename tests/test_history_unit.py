@@ -10,12 +10,12 @@ import torch
 
 from dyndbg import cores
 from dyndbg.cpython.tracing import prepare_settrace
-from dyndbg.dynamo.registry import GeneratedCode
+from dyndbg.dynamo.compiles import GeneratedCode
 from dyndbg.engine.codeinfo import code_info
 from dyndbg.engine.recording.history import History
 from dyndbg.engine.recording.recorded_values import VOLATILE, Limits, Summary, ValueKeeper
-from dyndbg.ui.history_commands import moved, present_position, summarized_names
-from dyndbg.ui.parsing import CommandError, format_bytes, parse_bytes
+from dyndbg.ui.commands.history import moved, present_position, summarized_names
+from dyndbg.ui.text.parsing import CommandError, format_bytes, parse_bytes
 
 
 # -- what is kept of a value ---------------------------------------------------------------

@@ -2,7 +2,7 @@
 dyndbg's modules, typing-only imports included: every `import` and `from ...
 import` anywhere in a module (at its top, in a function, under TYPE_CHECKING)
 is an edge; a layer that must see another's objects takes a Protocol from a
-leaf module (ui/host.py, dap/hub.py, engine/tracing/tracer.py) instead of importing
+leaf module (ui/commands/host.py, dap/hub.py, engine/tracing/tracer.py) instead of importing
 the module that holds them. And every `type: ignore` names its error code and
 says why (`make typecheck` runs the checker itself)."""
 from __future__ import annotations
@@ -136,3 +136,38 @@ def test_tests_share_helpers_through_a_module_not_conftest() -> None:
     importers = [path.name for path in (ROOT / "tests").rglob("*.py")
                  if re.search(r"^\s*(from conftest import|import conftest)", path.read_text(), re.M)]
     assert importers == []
+
+
+def _by_folder(graph: dict[str, set[str]], package: str) -> dict[str, set[str]]:
+    """`package`'s import graph with each sub-package as one node (its
+    modules merged) and each top module as itself."""
+    def node(module: str) -> str:
+        parts = module[len(package) + 1:].split(".")
+        return parts[0] if parts != [""] else "(init)"
+    merged: dict[str, set[str]] = {}
+    for module, edges in graph.items():
+        if module.startswith(package + "."):
+            merged.setdefault(node(module), set()).update(
+                node(other) for other in edges if other.startswith(package + ".") and
+                node(other) != node(module))
+    return merged
+
+
+def test_dynamo_and_ui_are_folders_by_concept_with_no_circle_between_them() -> None:
+    """Issue 49: a folder answers "where is X" in one look, and the folders
+    stack in floors: no sub-package imports one that imports it back (in
+    dynamo/: the shared modules, then guards, then compiles and graphs, then
+    symbolic and edits, then hooks.py; in ui/: text, commands, terminal, then
+    the session)."""
+    graph = import_graph()
+    for package, folders in (("dyndbg.dynamo", {"compiles", "guards", "graphs", "edits", "symbolic"}),
+                             ("dyndbg.ui", {"commands", "terminal", "text"})):
+        merged = _by_folder(graph, package)
+        assert folders <= set(merged), sorted(merged)
+        found = circles(merged)
+        assert found == [], f"{package}: " + "; ".join(" <-> ".join(c) for c in found)
+    dynamo = _by_folder(graph, "dyndbg.dynamo")
+    # The shared modules at the top import no folder; only hooks.py does.
+    assert {name for name, edges in dynamo.items() if "." not in name and name != "hooks"
+            and name not in {"compiles", "guards", "graphs", "edits", "symbolic", "(init)"}
+            and edges & {"compiles", "guards", "graphs", "edits", "symbolic", "hooks"}} == set()

@@ -1,4 +1,4 @@
-"""Fast unit tests of what the prompt parses (dyndbg/ui/parsing.py) and of help
+"""Fast unit tests of what the prompt parses (dyndbg/ui/text/parsing.py) and of help
 derived from the `do_*` docstrings: no torch, no subprocess."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dyndbg.engine.targets import FunctionTarget, GraphCallTarget, LineTarget, ResumeTarget
-from dyndbg.ui.parsing import (BreakpointRef, CommandError, InstructionSpec, ListRange, Place,
+from dyndbg.ui.text.parsing import (BreakpointRef, CommandError, InstructionSpec, ListRange, Place,
                                Split, check_alias_body, expand_aliases, leading_word,
                                parse_breakpoint_refs, parse_count, parse_int, parse_list_range,
                                parse_location, parse_numbers, split_commands, split_condition,
@@ -262,8 +262,8 @@ def test_parse_list_range() -> None:
 
 # -- help from the docstrings ---------------------------------------------------------------------
 def test_help_comes_from_the_families_docstrings() -> None:
-    from dyndbg.ui.running import RunningCommands
-    from dyndbg.ui.session_commands import command_help, commands_of, usage
+    from dyndbg.ui.commands.running import RunningCommands
+    from dyndbg.ui.commands.settings import command_help, commands_of, usage
 
     family = RunningCommands(host=None)  # type: ignore[arg-type]
     names = [c.__name__ for c in commands_of(family)]
@@ -290,18 +290,18 @@ def test_help_comes_from_the_families_docstrings() -> None:
 def test_help_table_aligns_every_row_whatever_the_titles() -> None:
     """`help`'s rows: each family's commands start in one column, however long
     the longest title (the families' own, and those of a stop while dynamo compiles)."""
-    from dyndbg.ui.breakpoint_commands import BreakpointCommands
-    from dyndbg.ui.cache_commands import CacheCommands
-    from dyndbg.ui.dynamo_commands import DynamoCommands
-    from dyndbg.ui.history_commands import HistoryCommands
-    from dyndbg.ui.looking import LookingCommands
-    from dyndbg.ui.running import RunningCommands
-    from dyndbg.ui.session_commands import SessionCommands, help_table
-    from dyndbg.ui.trace_commands import TraceCommands
+    from dyndbg.ui.commands.breakpoints import BreakpointCommands
+    from dyndbg.ui.commands.edits import CacheCommands
+    from dyndbg.ui.commands.compiled import DynamoCommands
+    from dyndbg.ui.commands.history import HistoryCommands
+    from dyndbg.ui.commands.looking import LookingCommands
+    from dyndbg.ui.commands.running import RunningCommands
+    from dyndbg.ui.commands.settings import SessionCommands, help_table
+    from dyndbg.ui.commands.compile_stops import CompileStopCommands
 
     families = [RunningCommands, BreakpointCommands, DynamoCommands, CacheCommands,
                 LookingCommands, HistoryCommands, SessionCommands]
-    for titles in ([cls.title for cls in families], [TraceCommands.title, "as anywhere"],
+    for titles in ([cls.title for cls in families], [CompileStopCommands.title, "as anywhere"],
                    ["a", "a much longer title than any family has"]):
         rows = [(title, f"commands of {title}") for title in titles]
         lines = help_table(rows)
@@ -318,19 +318,19 @@ def test_a_command_refused_while_dynamo_compiles_names_those_that_work_there() -
     commands work there: each one it names runs there, and each one that runs
     there is named (issue 49: the list was written out by hand)."""
     import inspect
-    from dyndbg.ui.breakpoint_commands import BreakpointCommands
-    from dyndbg.ui.cache_commands import CacheCommands
-    from dyndbg.ui.dynamo_commands import DynamoCommands
-    from dyndbg.ui.history_commands import HistoryCommands
-    from dyndbg.ui.looking import LookingCommands
-    from dyndbg.ui.running import RunningCommands
-    from dyndbg.ui.session_commands import SessionCommands, commands_of
-    from dyndbg.ui.trace_commands import TraceCommands
+    from dyndbg.ui.commands.breakpoints import BreakpointCommands
+    from dyndbg.ui.commands.edits import CacheCommands
+    from dyndbg.ui.commands.compiled import DynamoCommands
+    from dyndbg.ui.commands.history import HistoryCommands
+    from dyndbg.ui.commands.looking import LookingCommands
+    from dyndbg.ui.commands.running import RunningCommands
+    from dyndbg.ui.commands.settings import SessionCommands, commands_of
+    from dyndbg.ui.commands.compile_stops import CompileStopCommands
 
     families = [cls(host=None) for cls in (  # type: ignore[arg-type]
         RunningCommands, BreakpointCommands, DynamoCommands, CacheCommands,
         LookingCommands, HistoryCommands, SessionCommands)]
-    tracing = TraceCommands(host=None)  # type: ignore[arg-type]
+    tracing = CompileStopCommands(host=None)  # type: ignore[arg-type]
 
     def works(name: str) -> bool:      # the command itself, not the refusal standing in for it
         return inspect.ismethod(tracing.command(name, families))
@@ -351,11 +351,11 @@ def test_a_command_refused_while_dynamo_compiles_names_those_that_work_there() -
 
 
 def test_every_command_has_a_usage_line() -> None:
-    from dyndbg.ui.breakpoint_commands import BreakpointCommands
-    from dyndbg.ui.dynamo_commands import DynamoCommands
-    from dyndbg.ui.looking import LookingCommands
-    from dyndbg.ui.running import RunningCommands
-    from dyndbg.ui.session_commands import SessionCommands, commands_of
+    from dyndbg.ui.commands.breakpoints import BreakpointCommands
+    from dyndbg.ui.commands.compiled import DynamoCommands
+    from dyndbg.ui.commands.looking import LookingCommands
+    from dyndbg.ui.commands.running import RunningCommands
+    from dyndbg.ui.commands.settings import SessionCommands, commands_of
 
     for cls in (RunningCommands, BreakpointCommands, DynamoCommands, LookingCommands,
                 SessionCommands):
@@ -371,7 +371,7 @@ def test_no_module_of_the_ui_imports_the_session_back() -> None:
     """The five-file circle stays broken: only the wiring (attach.py) imports
     session.py; the families, completer and reader talk to host.Host."""
     ui = Path(__file__).resolve().parent.parent / "dyndbg" / "ui"
-    for path in sorted(ui.glob("*.py")):
+    for path in sorted(ui.rglob("*.py")):
         imported = set()
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
@@ -388,7 +388,7 @@ def test_no_module_of_the_ui_imports_the_session_back() -> None:
                                   "->* 117 @424      >> BINARY_OP            +"])
 def test_colour_keeps_a_listing_line_as_it_is(line: str) -> None:
     # Painting once dropped the space after the offset, and missed edited lines (`*`).
-    from dyndbg.ui.style import Highlighter
+    from dyndbg.ui.text.style import Highlighter
     painted = Highlighter(True).disassembly_line(line)
     assert "\x1b[" in painted
     assert re.sub(r"\x1b\[[0-9;]*m", "", painted) == line

@@ -65,7 +65,7 @@ probes = []
 
 def probe(*texts):
     """Called from the (dyndbg) prompt: the completer of the live session at this stop."""
-    from dyndbg.ui.completion import DebuggerCompleter
+    from dyndbg.ui.terminal.completion import DebuggerCompleter
     completer = DebuggerCompleter(engine.frontend)
     for text in texts:
         found = completer.get_completions(Document(text), CompleteEvent(completion_requested=True))
@@ -761,7 +761,7 @@ def test_plain_set_color_on_stays_plain(plain_session: subprocess.CompletedProce
 
 
 def test_pty_stop_while_dynamo_compiles(tmp_path: Path) -> None:
-    """A trace stop in a real terminal: its prompt, its toolbar, a step and the
+    """A compile stop in a real terminal: its prompt, its toolbar, a step and the
     symbolic stack, then the program runs on to its own output."""
     term = Terminal(["--catch-trace", "f", "samples/symbolic_trace.py"],
                     child_env(tmp_path / "home", TERM="xterm-256color"))

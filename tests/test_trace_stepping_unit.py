@@ -9,8 +9,8 @@ import types
 import pytest
 
 from dyndbg.engine.breakpoints import BreakpointTable
-from dyndbg.engine.targets import TraceCatchTarget, TraceLineTarget
-from dyndbg.engine.trace_stepping import TraceMode, TraceStep, TraceStepper, trace_line_target
+from dyndbg.engine.targets import CompileCatchTarget, CompileLineTarget
+from dyndbg.engine.compile_stepping import CompileStepMode, CompileStep, CompileStepper, compile_line_target
 
 
 class Net:
@@ -32,14 +32,14 @@ def torch_dynamo_resume_in_f_at_17():
     ("torch_dynamo_resume_in_g*", torch_dynamo_resume_in_f_at_17.__code__, False),
 ])
 def test_a_trace_catchpoint_names_functions_as_break_does(pattern, code, caught):
-    assert TraceCatchTarget("trace", pattern=pattern).matches(code) is caught
+    assert CompileCatchTarget("trace", pattern=pattern).matches(code) is caught
 
 
 def test_trace_targets_arm_no_generated_instruction_and_say_what_they_are():
-    catch, line = TraceCatchTarget("trace", pattern="f*"), TraceLineTarget("model.py", 12)
+    catch, line = CompileCatchTarget("trace", pattern="f*"), CompileLineTarget("model.py", 12)
     assert catch.compile_time and line.compile_time
     assert catch.offsets(None, None) == set() and line.offsets(None, None) == set()
-    assert (catch.describe(), TraceCatchTarget("trace").describe(), line.describe()) == \
+    assert (catch.describe(), CompileCatchTarget("trace").describe(), line.describe()) == \
         ("catch trace f*", "catch trace", "--trace model.py:12")
 
 
@@ -48,17 +48,17 @@ def test_trace_targets_arm_no_generated_instruction_and_say_what_they_are():
     ("model.py", None), ("model.py:x", None), (":12", None), ("", None),
 ])
 def test_trace_line_location(spec, expected):
-    target = trace_line_target(spec)
+    target = compile_line_target(spec)
     assert (None if target is None else (target.filename, target.line)) == expected
 
 
 def test_take_counts_hits_then_applies_condition_ignore_and_temporary():
     table = BreakpointTable()
-    plain = table.add(TraceLineTarget("m.py", 1))
-    conditioned = table.add(TraceLineTarget("m.py", 1), condition="flag")
-    ignored = table.add(TraceLineTarget("m.py", 1))
+    plain = table.add(CompileLineTarget("m.py", 1))
+    conditioned = table.add(CompileLineTarget("m.py", 1), condition="flag")
+    ignored = table.add(CompileLineTarget("m.py", 1))
     ignored.ignore = 1
-    once = table.add(TraceLineTarget("m.py", 1), temporary=True)
+    once = table.add(CompileLineTarget("m.py", 1), temporary=True)
     reached = [(bp, None) for bp in (plain, conditioned, ignored, once)]
     said: list[str] = []
     stopping = table.take(reached, lambda expr: False, said.append)
@@ -78,17 +78,17 @@ class _State:
         return self._prologue
 
 
-def _stepper(kind: TraceStep, depth: int, tx: object = None, line: int | None = None):
-    stepper = TraceStepper(BreakpointTable(), types.SimpleNamespace(), lambda *a: None)
-    stepper.mode = TraceMode(kind, depth, "1/0", line, tx)
+def _stepper(kind: CompileStep, depth: int, tx: object = None, line: int | None = None):
+    stepper = CompileStepper(BreakpointTable(), types.SimpleNamespace(), lambda *a: None)
+    stepper.mode = CompileStepMode(kind, depth, "1/0", line, tx)
     return stepper
 
 
 @pytest.mark.parametrize("kind, from_depth, at_depth, stops", [
-    (TraceStep.STEP, 0, 1, True), (TraceStep.STEP, 1, 0, True),
-    (TraceStep.NEXT, 0, 1, False), (TraceStep.NEXT, 0, 0, True), (TraceStep.NEXT, 1, 0, True),
-    (TraceStep.RETURN, 1, 1, False), (TraceStep.RETURN, 1, 2, False),
-    (TraceStep.RETURN, 1, 0, True), (TraceStep.CONTINUE, 0, 0, False),
+    (CompileStep.STEP, 0, 1, True), (CompileStep.STEP, 1, 0, True),
+    (CompileStep.NEXT, 0, 1, False), (CompileStep.NEXT, 0, 0, True), (CompileStep.NEXT, 1, 0, True),
+    (CompileStep.RETURN, 1, 1, False), (CompileStep.RETURN, 1, 2, False),
+    (CompileStep.RETURN, 1, 0, True), (CompileStep.CONTINUE, 0, 0, False),
 ])
 def test_step_modes_by_inlining_depth(kind, from_depth, at_depth, stops):
     stepper = _stepper(kind, from_depth)
@@ -101,15 +101,15 @@ FRAME, CALLEE = object(), object()
 
 @pytest.mark.parametrize("kind, state, stops", [
     # the same function: on at its line, stop at another
-    (TraceStep.NEXT_LINE, _State(0, FRAME, 18), False),
-    (TraceStep.NEXT_LINE, _State(0, FRAME, None), False),
-    (TraceStep.NEXT_LINE, _State(0, FRAME, 19), True),
+    (CompileStep.NEXT_LINE, _State(0, FRAME, 18), False),
+    (CompileStep.NEXT_LINE, _State(0, FRAME, None), False),
+    (CompileStep.NEXT_LINE, _State(0, FRAME, 19), True),
     # a call dynamo inlines: through it (nextline), or at its body's first line (stepline)
-    (TraceStep.NEXT_LINE, _State(1, CALLEE, 11), False),
-    (TraceStep.STEP_LINE, _State(1, CALLEE, 10, prologue=True), False),
-    (TraceStep.STEP_LINE, _State(1, CALLEE, 11), True),
+    (CompileStep.NEXT_LINE, _State(1, CALLEE, 11), False),
+    (CompileStep.STEP_LINE, _State(1, CALLEE, 10, prologue=True), False),
+    (CompileStep.STEP_LINE, _State(1, CALLEE, 11), True),
     # back in the caller
-    (TraceStep.NEXT_LINE, _State(-1, object(), 5), True),
+    (CompileStep.NEXT_LINE, _State(-1, object(), 5), True),
 ])
 def test_line_steps(kind, state, stops):
     assert _stepper(kind, 0, FRAME, 18)._mode_stops(state, "1/0") is stops

@@ -1,10 +1,10 @@
-"""ui/values.py's container_repr: the repr of a list, tuple or dict of tensors,
+"""ui/text/values.py's container_repr: the repr of a list, tuple or dict of tensors,
 each distinct tensor formatted once; always the text Python's repr gives now."""
 from __future__ import annotations
 
 import torch
 
-from dyndbg.ui.values import container_repr, summarize
+from dyndbg.ui.text.values import container_repr, summarize
 
 
 def _cases() -> list[object]:

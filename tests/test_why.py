@@ -354,7 +354,7 @@ def test_a_tensor_checks_failure_is_never_called_torchs_own() -> None:
     never "torch's own"."""
     import torch
     import torch._dynamo
-    from dyndbg.dynamo import recompile_reasons
+    from dyndbg.dynamo.compiles import recompiles as recompile_reasons
 
     def g(x):
         return x * 3

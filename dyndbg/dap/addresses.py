@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
-from dyndbg.dynamo.registry import GeneratedCode
+from dyndbg.dynamo.compiles import GeneratedCode
 from dyndbg.engine.codeinfo import CodeInfo, Instr
-from dyndbg.ui.render import Rename, instruction_text
+from dyndbg.ui.text.render import Rename, instruction_text
 
 SHIFT = 20                       # a code object's window: 1 MiB of addresses
 WINDOW = 1 << SHIFT

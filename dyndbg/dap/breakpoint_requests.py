@@ -13,10 +13,10 @@ from dyndbg.dap.bytecode_source import serial_of_path
 from dyndbg.dap.capabilities import ExceptionFilter
 from dyndbg.dap.code_requests import FILE_REFERENCES
 from dyndbg.dap.protocol import RequestError
-from dyndbg.dynamo.registry import GeneratedCode
+from dyndbg.dynamo.compiles import GeneratedCode
 from dyndbg.engine.breakpoints import Breakpoint
 from dyndbg.engine.targets import CatchTarget, InstructionTarget, LineTarget, Target
-from dyndbg.ui.parsing import CommandError, check_condition, named_target
+from dyndbg.ui.text.parsing import CommandError, check_condition, named_target
 
 if TYPE_CHECKING:
     from dyndbg.dap.hub import Hub

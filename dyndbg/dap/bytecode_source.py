@@ -14,9 +14,9 @@ import os
 import re
 from typing import NamedTuple
 
-from dyndbg.dynamo.registry import GeneratedCode
+from dyndbg.dynamo.compiles import GeneratedCode
 from dyndbg.engine.codeinfo import CodeInfo
-from dyndbg.ui.render import Rename, disassembly_line
+from dyndbg.ui.text.render import Rename, disassembly_line
 
 # `.py` last: editors pick Python colouring, and VS Code allows breakpoints
 # only in a language a debugger contributes (dyndbg's: python).

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, TypeGuard
 from dyndbg.dap.addresses import MAX_INSTRUCTIONS, address, disassemble, find_entry, parse_address
 from dyndbg.dap.bytecode_source import BytecodeListing, bytecode_listing, virtual_path
 from dyndbg.dap.protocol import RequestError
-from dyndbg.dynamo.registry import GeneratedCode
+from dyndbg.dynamo.compiles import GeneratedCode
 from dyndbg.engine.codeinfo import Instr
-from dyndbg.ui import render
+from dyndbg.ui.text import render
 
 if TYPE_CHECKING:
     from dyndbg.dap.hub import Hub

@@ -1,8 +1,8 @@
 """What a request family (stop_requests.py, code_requests.py,
-breakpoint_requests.py, trace_requests.py) may ask of the hub that holds
+breakpoint_requests.py, compile_stop_requests.py) may ask of the hub that holds
 them, requests.py's Requests, the one implementation: the families talk to
 this and never import requests.py, as ui/'s command families talk to
-ui/host.py; and what the hub asks of the front end in the program
+ui/commands/host.py; and what the hub asks of the front end in the program
 (server.py), which it never imports."""
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Callable, Protocol
 if TYPE_CHECKING:
     from dyndbg.dap.protocol import Channel
     from dyndbg.dap.bytecode_source import BytecodeListing
-    from dyndbg.dynamo.registry import GeneratedCode
+    from dyndbg.dynamo.compiles import GeneratedCode
     from dyndbg.engine.codeinfo import Instr
     from dyndbg.engine.debugger import Engine
     from dyndbg.engine.stop import Stop
-    from dyndbg.engine.trace_stepping import TraceStop
+    from dyndbg.engine.compile_stepping import CompileStop
     from dyndbg.ui.session import Session
 
 
@@ -49,7 +49,7 @@ class Hub(Protocol):
     engine: Engine
     session: Session        # the prompt's own session, for inspection
     stop: Stop | None
-    trace_stop: TraceStop | None   # stopped while dynamo compiles
+    compile_stop: CompileStop | None   # stopped while dynamo compiles
     stop_thread: int        # the DAP id of the stopped thread
     # Run after the response to a request is sent (the spec's order).
     after_response: dict[str, Callable[[], None]]

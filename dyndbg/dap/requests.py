@@ -16,17 +16,17 @@ from dyndbg.dap.capabilities import CAPABILITIES, catch_trace_pattern
 from dyndbg.dap.code_requests import CodeRequests
 from dyndbg.dap.protocol import RequestError
 from dyndbg.dap.stop_requests import StopRequests, refuse_in_console
-from dyndbg.dap.trace_requests import PREFIX, TraceRequests, stop_text
-from dyndbg.dynamo.registry import GeneratedCode
+from dyndbg.dap.compile_stop_requests import PREFIX, CompileStopRequests, stop_text
+from dyndbg.dynamo.compiles import GeneratedCode
 from dyndbg.engine.stop import Stop, StopReason
 from dyndbg.engine.threads import ENGINE_LOCK
 from dyndbg.ui.session import Session
-from dyndbg.ui.values import exception_text
+from dyndbg.ui.text.values import exception_text
 
 if TYPE_CHECKING:
     from dyndbg.dap.hub import Frontend
     from dyndbg.engine.debugger import Engine
-    from dyndbg.engine.trace_stepping import TraceStop
+    from dyndbg.engine.compile_stepping import CompileStop
 
 
 class QuietReader:
@@ -70,7 +70,7 @@ class Requests:
         self.session = inspection_session(engine)
         self.threads = ThreadIds()
         self.stop: Stop | None = None
-        self.trace_stop: TraceStop | None = None   # stopped while dynamo compiles
+        self.compile_stop: CompileStop | None = None   # stopped while dynamo compiles
         self.stop_thread = 1
         self.stop_on_entry = False
         self.entry_pending = False       # the next step stop is the launch's entry
@@ -80,7 +80,7 @@ class Requests:
         self.stops = StopRequests(self)
         self.breaks = BreakpointRequests(self)
         self.code = CodeRequests(self)
-        self.tracing = TraceRequests(self, self.stops.refs)
+        self.compile_requests = CompileStopRequests(self, self.stops.refs)
         self._families = (self, self.stops, self.breaks, self.code)
         # The registry tells the engine of new code; the client hears of it after.
         told_engine = engine.registry.on_add
@@ -104,8 +104,8 @@ class Requests:
                                  f"{type(error).__name__}: {exception_text(error)}")
 
     def handler(self, command: str) -> Callable[[dict], dict | None] | None:
-        if self.trace_stop is not None:   # at a compile-time stop, its own first
-            found = self.tracing.handler(command)
+        if self.compile_stop is not None:   # at a compile stop, its own first
+            found = self.compile_requests.handler(command)
             if found is not None:
                 return found
         name = "r_" + command.replace("/", "_")
@@ -147,7 +147,7 @@ class Requests:
         if shown:
             self.frontend.output(shown)
         reason = self._reason(stop)
-        from dyndbg.ui import render
+        from dyndbg.ui.text import render
         body = {"reason": reason, "threadId": self.stop_thread,
                 "description": render.location_line(stop.entry.label(), stop.info, stop.instr,
                                                     render.renamer(stop.frame))
@@ -158,7 +158,7 @@ class Requests:
         if stop.exception is not None:
             body["text"] = f"{type(stop.exception).__name__}: {exception_text(stop.exception)}"
         else:
-            from dyndbg.ui import boundaries
+            from dyndbg.ui.text import boundaries
             graph_break = boundaries.break_at(stop)
             if graph_break is not None:
                 body["text"] = graph_break.one_line()
@@ -181,16 +181,16 @@ class Requests:
             return self.breaks.reason_for(stop.breakpoints)
         return "entry" if entry else "pause" if pause else "step"
 
-    def trace_stopped(self, stop: TraceStop) -> None:
+    def compile_stopped(self, stop: CompileStop) -> None:
         """A stop while dynamo compiles: what the prompt prints, then the event."""
-        self.trace_stop = stop
-        self.session.trace_stop = stop
+        self.compile_stop = stop
+        self.session.compile_stop = stop
         self.stop_thread = self.threads.of(threading.current_thread())
         session = self.session
         session.out = io.StringIO()
         # What is shown reads dynamo's state: where that fails, the stop is still made.
         try:
-            session.tracing.print_stop(stop)
+            session.compile_commands.print_stop(stop)
             description, text = stop_text(stop)
         except Exception as error:  # noqa: BLE001 - reached from dynamo's compile
             session.error(f"cannot show this stop: {type(error).__name__}: "
@@ -199,7 +199,7 @@ class Requests:
         shown = session.out.getvalue().rstrip("\n")
         if shown:
             self.frontend.output(shown)
-        body = {"reason": self.tracing.reason(stop), "threadId": self.stop_thread,
+        body = {"reason": self.compile_requests.reason(stop), "threadId": self.stop_thread,
                 "description": description, "allThreadsStopped": False,
                 "preserveFocusHint": False}
         if text is not None:
@@ -208,10 +208,10 @@ class Requests:
 
     def resumed(self) -> None:
         self.stop = None
-        self.trace_stop = None
-        self.session.trace_stop = None
+        self.compile_stop = None
+        self.session.compile_stop = None
         self.stops.forget_stop()
-        self.tracing.forget_stop()
+        self.compile_requests.forget_stop()
 
     # -- the session's life -----------------------------------------------------------------
     def r_initialize(self, arguments: dict) -> dict:
@@ -227,7 +227,7 @@ class Requests:
         if command == "attach" and arguments.get("catchTrace") is not None:
             # `launch` passes it on the program's command line (adapter.py): set already.
             try:
-                self.engine.trace.catch(catch_trace_pattern(arguments["catchTrace"]))
+                self.engine.compile_stops.catch(catch_trace_pattern(arguments["catchTrace"]))
             except ValueError as error:
                 raise RequestError(str(error)) from None
         self.stop_on_entry = bool(arguments.get("stopOnEntry", False))

@@ -8,8 +8,8 @@ are read, expressions run and the engine changes on the thread that owns
 them, as at the prompt. While the program runs, the reader thread serves
 the requests that need no stop (breakpoints, threads, pause, sources),
 holding the engine's lock; the others are refused with a reason. A stop
-while dynamo compiles (interact_trace) is served the same way, on the
-compiling thread, by the requests of dap/trace_requests.py.
+while dynamo compiles (interact_compile) is served the same way, on the
+compiling thread, by the requests of dap/compile_stop_requests.py.
 """
 from __future__ import annotations
 
@@ -22,14 +22,14 @@ import threading
 from typing import TYPE_CHECKING, Callable
 
 from dyndbg.dap.protocol import Channel, Message, ProtocolError, RequestError
-from dyndbg.engine.stop import Stop, TraceEvent
+from dyndbg.engine.stop import Stop, InstructionTraceEvent
 from dyndbg.engine.threads import ENGINE_LOCK
-from dyndbg.ui.values import exception_text
+from dyndbg.ui.text.values import exception_text
 
 if TYPE_CHECKING:
     from dyndbg.dap.requests import Requests
     from dyndbg.engine.debugger import Engine
-    from dyndbg.engine.trace_stepping import TraceStop
+    from dyndbg.engine.compile_stepping import CompileStop
 
 # Served while the program runs (everything else needs a stopped thread).
 WHILE_RUNNING = {"initialize", "launch", "attach", "configurationDone", "threads",
@@ -61,9 +61,9 @@ class DapFrontend:
     def message(self, text: str) -> None:
         self.output(text)
 
-    def trace(self, event: TraceEvent) -> None:
-        from dyndbg.ui import render
-        self.output(render.trace_line(event, render.renamer(event.frame)))
+    def instruction_traced(self, event: InstructionTraceEvent) -> None:
+        from dyndbg.ui.text import render
+        self.output(render.instruction_trace_line(event, render.renamer(event.frame)))
 
     def interact(self, stop: Stop) -> None:
         """Serve the client on this thread until a request resumes the program."""
@@ -74,13 +74,13 @@ class DapFrontend:
             return
         self._hold(lambda: self.requests.stopped(stop))
 
-    def interact_trace(self, stop: TraceStop) -> None:
+    def interact_compile(self, stop: CompileStop) -> None:
         """A stop while dynamo compiles (on the compiling thread, inside its
-        compile, holding the engine: trace_stepping.py): served as a stop in
+        compile, holding the engine: compile_stepping.py): served as a stop in
         generated code is, until a request steps dynamo on or continues."""
         if self.channel is None or self.engine.detached:
             return   # no client: no stop
-        self._hold(lambda: self.requests.trace_stopped(stop))
+        self._hold(lambda: self.requests.compile_stopped(stop))
 
     def _hold(self, announce: Callable[[], None]) -> None:
         """Stopped: `announce` tells the client, then its requests are served

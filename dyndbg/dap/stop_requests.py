@@ -9,9 +9,9 @@ from dyndbg.dap.hover import NotHoverable, hover_value
 from dyndbg.dap.protocol import RequestError
 from dyndbg.dap.variables import References, StaleReference, variable
 from dyndbg.engine.stop import StopReason
-from dyndbg.ui.parsing import CommandError
+from dyndbg.ui.text.parsing import CommandError
 from dyndbg.ui.session import RUNNING_COMMANDS
-from dyndbg.ui.values import exception_text
+from dyndbg.ui.text.values import exception_text
 
 if TYPE_CHECKING:
     from dyndbg.dap.hub import Hub

@@ -20,7 +20,7 @@ from typing import Callable, Iterable, Iterator, NamedTuple, TypeVar, cast
 from dyndbg.cpython import NULL
 from dyndbg.engine.recording.recorded_values import Summary
 from dyndbg.timelimit import time_limit
-from dyndbg.ui.values import REPR_SECONDS, cut, safe_repr, summarize, type_name
+from dyndbg.ui.text.values import REPR_SECONDS, cut, safe_repr, summarize, type_name
 
 TENSOR_VALUES = 64          # a tensor up to this many elements lists its values
 MAX_REFERENCE = 2**31 - 1   # int32, as DAP ids are

@@ -8,7 +8,7 @@ dynamo is compiling). A torch that moves something needs changes here only.
 from __future__ import annotations
 
 from dyndbg.dynamo.names import RESUME_PREFIXES, is_resume_name
-from dyndbg.dynamo.registry import GeneratedCode, Registry
+from dyndbg.dynamo.compiles import GeneratedCode, Registry
 from dyndbg.dynamo.hooks import DynamoHooks
 
 __all__ = ["DynamoHooks", "GeneratedCode", "Registry", "RESUME_PREFIXES", "is_resume_name"]

@@ -6,8 +6,8 @@
   transformed code. If it raises, the process aborts, so the wrapper swallows
   everything; the engine uses it to turn tracing on only when needed.
 - compile start/end callbacks: the engine suspends tracing while dynamo compiles.
-- the backend's call: a copy of each graph as dynamo traced it (graph_copies.py).
-- a function dynamo gives up on (give_ups.py) or skips (frame_skips.py): told
+- the backend's call: a copy of each graph as dynamo traced it (graphs/copies.py).
+- a function dynamo gives up on (compiles/give_ups.py) or skips (compiles/skips.py): told
   to the engine; a skip is also kept on the generated code that called it.
 dyndbg.cache's log of compiles (compile_log) installs the bytecode hook, the
 start callback and the graph copies alone (watch_compiles), from its import.
@@ -20,11 +20,13 @@ import os
 import types
 from typing import TYPE_CHECKING, Callable
 
-from dyndbg.dynamo import frame_skips, give_ups, graph_copies
-from dyndbg.dynamo.compile_context import program_frame
-from dyndbg.dynamo.compile_log import CompileLog
-from dyndbg.dynamo.frame_skips import FrameSkip
-from dyndbg.dynamo.registry import Registry
+from dyndbg.dynamo.compiles import skips as frame_skips, give_ups
+from dyndbg.dynamo.graphs import copies as graph_copies
+from dyndbg.dynamo.compiles import program_frame
+from dyndbg.dynamo.compiles import CompileLog
+from dyndbg.dynamo.compiles import FrameSkip
+from dyndbg.dynamo.compiles import Registry
+from dyndbg.dynamo.shield import shield
 from dyndbg.faults import maybe_fault
 
 if TYPE_CHECKING:
@@ -32,31 +34,12 @@ if TYPE_CHECKING:
     from torch.utils.hooks import RemovableHandle
 
 
-def shield(*functions: Callable[..., object] | types.CodeType) -> None:
-    """Keep dynamo away from these entry points (functions, or code objects
-    run by the compiled core) and everything they call.
-
-    Dynamo's frame hook stays active inside generated frames, so without
-    this it would try to compile dyndbg's trace functions and any user
-    expression evaluated at a stop, shifting the program's compile ids.
-    """
-    try:
-        from torch._C._dynamo.eval_frame import _FrameAction, _FrameExecStrategy
-        from torch._C._dynamo.eval_frame import set_code_exec_strategy
-    except ImportError:
-        return
-    skip_all = _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP)
-    for function in functions:
-        code = function if isinstance(function, types.CodeType) else \
-            getattr(function, "__code__", None) or function.__func__.__code__  # type: ignore[attr-defined]  # a bound method
-        set_code_exec_strategy(code, skip_all)
-
 
 def watch_compiles(bytecode_hook: BytecodeHook,
                    compile_start: Callable[[object], None]) -> RemovableHandle:
     """Torch calls `compile_start(args)` as each compile starts and
     `bytecode_hook(code, new_code)` with the code it made, and a copy of each
-    graph is kept as dynamo traced it (graph_copies.py): the install that both
+    graph is kept as dynamo traced it (graphs/copies.py): the install that both
     the engine's hooks and dyndbg.cache's log of compiles make. Both functions
     are shielded from dynamo and must never raise into torch."""
     import torch._dynamo  # noqa: F401  (imports convert_frame and the callback handler)

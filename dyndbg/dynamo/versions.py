@@ -13,13 +13,13 @@ differences belong here too.
   2.13 has one lambda guard on the root, evaluated after the tree. guard_walk
   evaluates any relational guard from its code (`relation_names` gives what that
   code calls), so the listing shows ok/FAIL on every release. `guard drop` of it
-  drops the relation from 2.14 (guard_copy.py); on 2.13 a root lambda is refused.
+  drops the relation from 2.14 (edits/guard_drop.py); on 2.13 a root lambda is refused.
 - 2.15: dict and set membership guards append " (HINT: ...)" to their code parts
   too (type matches and closure variables have one on every release). The hint
   follows the user-stack comment, or the code itself where a guard has no user
   stack: `split_hint`.
 - the same on 2.13, 2.14 and 2.15 (read, and measured on each, by
-  symbolic_trace.py): `InstructionTranslatorBase.run` calling `self.step()` per
+  symbolic/state.py): `InstructionTranslatorBase.run` calling `self.step()` per
   instruction, `instruction_pointer`/`instructions`/`current_instruction`,
   `stack`, `symbolic_locals`, `parent` (None for the frame compiled),
   `is_tracing_resume_prologue`; `OutputGraph.compile_subgraph(tx, reason,
@@ -31,8 +31,8 @@ differences belong here too.
   "cell_contents"); a LocalCellSource, whose `name` raises
   NotImplementedError (a cell is never guarded). A torch without `is_tracing_resume_prologue` shows no "(resume
   prologue)" mark; one without the classes and methods hooked gets one line
-  at `catch trace` naming what it lacks, and no trace stop
-  (`TraceHooks.missing`).
+  at `catch trace` naming what it lacks, and no compile stop
+  (`CompileStopHooks.missing`).
 - the same on 2.13, 2.14 and 2.15 (read by names.resume_code):
   `OutputGraph.install_resume_function_global` installs a resume function
   with free variables (that of a closure's call dynamo inlined) as a factory,
@@ -49,12 +49,12 @@ differences belong here too.
 - the same on 2.13 and 2.15 (read in both; older releases make the same
   call): `ConvertFrame.__call__` calls convert_frame's module global
   `format_error_msg(e, code, record_filename, frame)` only where it suppresses
-  a compile's exception and skips the frame (frame_skips.py wraps it); the
+  a compile's exception and skips the frame (compiles/skips.py wraps it); the
   exception's `gb_type`, `msg`, `real_stack`, `compile_id` and
   `frame_exec_strategy` (the recompile limit's RUN_ONLY).
 - 2.15: an exception may skip the frame for this call only
   (`apply_to_code` False); 2.13 has no such attribute and skips the code
-  from then on: frame_skips.py reads it with that default.
+  from then on: compiles/skips.py reads it with that default.
 """
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ def relation_names() -> dict[str, object]:
 
 def lazy_caches() -> list[type]:
     """The classes whose `realize` makes a lazy VariableTracker real
-    (symbolic_trace.py refuses it while an expression runs at a trace stop)."""
+    (symbolic/state.py refuses it while an expression runs at a compile stop)."""
     from torch._dynamo.variables import lazy
     return [cache for cache in (getattr(lazy, "LazyCache", None),
                                 getattr(lazy, "ComputedLazyCache", None))

@@ -8,7 +8,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, NamedTuple, Sequence
 
-from dyndbg.dynamo.registry import GeneratedCode
+from dyndbg.dynamo.compiles import GeneratedCode
 from dyndbg.engine.codeinfo import CodeInfo, Instr
 from dyndbg.engine.targets import (CatchTarget, LineTarget, MarkerTarget, ResumeTarget,
                                    StackReader, Target)

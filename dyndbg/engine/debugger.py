@@ -29,8 +29,8 @@ from dyndbg.engine.modes import Mode, StepKind
 from dyndbg.engine.policy import TracePolicy, keeps_entry_names
 from dyndbg.engine.postmortem import FailureLog, post_mortem_stop
 from dyndbg.engine.snapshots import Snapshots
-from dyndbg.engine.stop import Stop, StopReason, TraceEvent, TraceKind, frame_event
-from dyndbg.engine.trace_stepping import TraceStepper, TraceStop
+from dyndbg.engine.stop import Stop, StopReason, InstructionTraceEvent, InstructionTraceKind, frame_event
+from dyndbg.engine.compile_stepping import CompileStepper, CompileStop
 from dyndbg.engine.tracing.tracer import Tracer
 from dyndbg.engine.tracing.choice import make_tracer
 from dyndbg.faults import FAULTS_ON, maybe_fault
@@ -43,8 +43,8 @@ _QUIET_EXCEPTIONS = (StopIteration, StopAsyncIteration, GeneratorExit)
 
 class Frontend(Protocol):
     def interact(self, stop: Stop) -> None: ...
-    def interact_trace(self, stop: TraceStop) -> None: ...
-    def trace(self, event: TraceEvent) -> None: ...
+    def interact_compile(self, stop: CompileStop) -> None: ...
+    def instruction_traced(self, event: InstructionTraceEvent) -> None: ...
     def message(self, text: str) -> None: ...
 
 
@@ -69,7 +69,7 @@ class Engine:
                                  self._resume, self.internal_error, force_fallback,
                                  on_give_up=self.notices.gave_up, on_skip=self.notices.skipped)
         # Stops while dynamo compiles (`catch trace`, `b --trace`): hooked on first use.
-        self.trace = TraceStepper(self.breakpoints, frontend, self.internal_error,
+        self.compile_stops = CompileStepper(self.breakpoints, frontend, self.internal_error,
                                   busy=lambda: self._stopped is not None)
         self.snapshots = Snapshots()    # the stacks read, for exception stops and `up`
         self.failures = FailureLog()                   # for post_mortem()
@@ -104,7 +104,7 @@ class Engine:
         """No more stops: the program runs on as without dyndbg."""
         self.detached = True
         self.hooks.uninstall()
-        self.trace.disarm()
+        self.compile_stops.disarm()
         self.interrupts.restore()
         self.interrupts.pending = False
         self.snapshots.clear()
@@ -134,17 +134,17 @@ class Engine:
     def mode(self, mode: Mode) -> None:
         self._mode = mode
         # Every generated instruction is delivered while `trace on` or `record on`.
-        self.policy.stepping = mode.stepping or self.policy.tracing or self.policy.history
+        self.policy.stepping = mode.stepping or self.policy.instruction_trace or self.policy.history
 
     @property
     def instruction_trace(self) -> bool:
         """`trace on`: every generated instruction that runs, and every
         generated frame's start and return, go to the front end's trace()."""
-        return self.policy.tracing
+        return self.policy.instruction_trace
 
     @instruction_trace.setter
     def instruction_trace(self, on: bool) -> None:
-        self.policy.tracing = on
+        self.policy.instruction_trace = on
         self._resume_with(self._mode)   # every instruction is delivered while on
 
     @property
@@ -248,7 +248,7 @@ class Engine:
     @property
     def at_prompt(self) -> bool:
         """The front end is serving a stop: in generated code, or while dynamo compiles."""
-        return self._stopped is not None or self.trace.at_prompt
+        return self._stopped is not None or self.compile_stops.at_prompt
 
     # -- queries ----------------------------------------------------------------
     def entry_for(self, code: types.CodeType) -> GeneratedCode | None:
@@ -281,7 +281,7 @@ class Engine:
         self.tracer.suspend()
 
     def _resume(self) -> None:
-        self.trace.compile_ended()
+        self.compile_stops.compile_ended()
         if not self.detached:
             self.tracer.resume()
 
@@ -289,13 +289,13 @@ class Engine:
     def on_frame_start(self, frame: types.FrameType) -> None:
         """A traced generated frame starts (a new frame may reuse a finished one's id)."""
         self.frames.start(frame, self._generated.get(id(frame.f_code)))
-        if self.policy.tracing:
-            self._trace(TraceKind.ENTER, frame)
+        if self.policy.instruction_trace:
+            self._instruction_traced(InstructionTraceKind.ENTER, frame)
 
     def start_only_forgets(self, entry: GeneratedCode) -> bool:
         """on_frame_start of a frame of `entry` does no more than forget: a
         mechanism may do that itself (the compiled core, settrace.c)."""
-        return keeps_entry_names(entry) and not self.policy.tracing
+        return keeps_entry_names(entry) and not self.policy.instruction_trace
 
     def forget(self, frame: types.FrameType) -> None:
         """The frame can stop no more (it returned, or was released): what is
@@ -305,8 +305,8 @@ class Engine:
     def on_return(self, frame: types.FrameType, value: object = None) -> None:
         """The frame returns `value`, or is left by an exception."""
         self.forget(frame)
-        if self.policy.tracing:
-            self._trace(TraceKind.RETURN, frame, value=value)
+        if self.policy.instruction_trace:
+            self._instruction_traced(InstructionTraceKind.RETURN, frame, value=value)
         if self.mode.frame is frame and not self.mode.goes_on_after(frame):
             self.mode = Mode(StepKind.STEP)   # stepped off: the next generated instruction
 
@@ -328,14 +328,14 @@ class Engine:
         if self.history.on:
             self.history.record(frame, entry, info)
         # Delivered for `record on` alone, every instruction comes here too.
-        stepping = self._mode.stepping or self.policy.tracing
+        stepping = self._mode.stepping or self.policy.instruction_trace
         if not stepping and frame.f_lasti not in self.breakpoints.armed(entry, info):
             return  # the fast path: nothing can stop here
         instr = info.at_offset(frame.f_lasti)
         if instr is None:
             return
-        if self.policy.tracing:
-            self.frontend.trace(TraceEvent(TraceKind.INSTRUCTION, frame, entry, info, instr))
+        if self.policy.instruction_trace:
+            self.frontend.instruction_traced(InstructionTraceEvent(InstructionTraceKind.INSTRUCTION, frame, entry, info, instr))
         read: list[tuple[list[object] | None, str]] = []
 
         def stack() -> list[object] | None:
@@ -349,7 +349,7 @@ class Engine:
 
         # For an exception stop; `trace on` saw the instruction too, so its
         # stack is known there as well.
-        values = stack() if self._mode.stepping or self.policy.tracing else None
+        values = stack() if self._mode.stepping or self.policy.instruction_trace else None
         if values is not None:
             self.snapshots.keep(frame, values)
         hit = self.breakpoints.hit(
@@ -362,10 +362,10 @@ class Engine:
         self._stop(Stop(frame, entry, info, instr, reason, values, read[0][1], hit,
                         why=self.mode.why if reason is StopReason.STEP else ""))
 
-    def _trace(self, kind: TraceKind, frame: types.FrameType, value: object = None) -> None:
+    def _instruction_traced(self, kind: InstructionTraceKind, frame: types.FrameType, value: object = None) -> None:
         entry = self.registry.get(frame.f_code)
         if entry is not None:
-            self.frontend.trace(frame_event(kind, frame, entry, self.info_for(entry), value))
+            self.frontend.instruction_traced(frame_event(kind, frame, entry, self.info_for(entry), value))
 
     def on_exception(self, frame: types.FrameType, exc: BaseException) -> None:
         """An exception is raised in (or passes through) a traced generated frame."""

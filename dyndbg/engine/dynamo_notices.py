@@ -1,6 +1,6 @@
 """What dyndbg says when dynamo stops compiling a function, which then runs
-eagerly: it gave up on it (the recompile limit, dynamo/give_ups.py) or
-skipped its frame (an exception torch suppressed, dynamo/frame_skips.py).
+eagerly: it gave up on it (the recompile limit, dynamo/compiles/give_ups.py) or
+skipped its frame (an exception torch suppressed, dynamo/compiles/skips.py).
 One line each on the front end's output; with `catch recompile` (a give-up)
 or `catch graph-break` (a skip at a graph break) the program also stops at
 the next generated instruction to run: the caller's, once the function
@@ -12,9 +12,9 @@ from __future__ import annotations
 import types
 from typing import Callable
 
-from dyndbg.dynamo.compile_context import program_frame
-from dyndbg.dynamo.frame_skips import FrameSkip
-from dyndbg.dynamo.give_ups import GiveUp
+from dyndbg.dynamo.compiles import program_frame
+from dyndbg.dynamo.compiles import FrameSkip
+from dyndbg.dynamo.compiles import GiveUp
 from dyndbg.engine.breakpoints import BreakpointTable
 
 

@@ -71,7 +71,7 @@ class FastPaths:
     def _continuing_untraced(self) -> bool:
         """Neither stepping nor `trace on` (nor fault injection): an
         instruction may be answered without Engine.on_instruction."""
-        return not (FAULTS_ON or self._stepping() or self._policy.tracing)
+        return not (FAULTS_ON or self._stepping() or self._policy.instruction_trace)
 
     def record(self, entry: "GeneratedCode") -> FastRecord | None:
         """What a compiled mechanism needs to record the entry's instructions

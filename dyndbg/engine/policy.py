@@ -48,7 +48,7 @@ class TracePolicy:
         self.stepping = True
         self.failed_calls = False  # --post-mortem: the stacks of calls an exception leaves are kept
         self.history = False       # `record on`: every generated instruction is recorded
-        self.tracing = False      # `trace on`: every instruction, start and return is shown
+        self.instruction_trace = False      # `trace on`: every instruction, start and return is shown
         self._plans: dict[int, ArmingPlan] = {}   # id(code) -> its plan, for `version`
         self._plans_version: object = None
 
@@ -56,7 +56,7 @@ class TracePolicy:
     def version(self) -> object:
         """Changes whenever a per-code decision of trace_level may change in
         continue mode (mechanisms cache those per code object)."""
-        return (self.breakpoints.version, self.failed_calls, self.tracing, self.history)
+        return (self.breakpoints.version, self.failed_calls, self.instruction_trace, self.history)
 
     def idle(self) -> bool:
         """Nothing can stop (or be recorded) after continue. Once some code
@@ -121,7 +121,7 @@ class TracePolicy:
         level = self.trace_level(entry)
         stops = level >= TraceLevel.ARMED or self.breakpoints.catches_exceptions()
         return CodeNeeds(level if level >= TraceLevel.ARMED else TraceLevel.NONE,
-                         (stops and not keeps_entry_names(entry)) or self.tracing,
+                         (stops and not keeps_entry_names(entry)) or self.instruction_trace,
                          self.watches_resume_calls(entry), level >= TraceLevel.CALLS)
 
     def watches_resume_calls(self, entry: GeneratedCode) -> bool:

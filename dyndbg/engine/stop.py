@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from dyndbg.cpython import is_return
-from dyndbg.dynamo.registry import GeneratedCode
+from dyndbg.dynamo.compiles import GeneratedCode
 from dyndbg.engine.breakpoints import Breakpoint
 from dyndbg.engine.codeinfo import CodeInfo, Instr
 
@@ -38,17 +38,17 @@ class Stop:
     frames: list[tuple[types.FrameType, int]] | None = None
 
 
-class TraceKind(enum.Enum):
+class InstructionTraceKind(enum.Enum):
     ENTER = "enter"              # a generated frame starts
     INSTRUCTION = "instruction"  # before it runs
     RETURN = "return"            # the frame returns `value`
     UNWIND = "unwind"            # the frame is left by an exception
 
 
-class TraceEvent(NamedTuple):
+class InstructionTraceEvent(NamedTuple):
     """One line of `trace on`'s output."""
 
-    kind: TraceKind
+    kind: InstructionTraceKind
     frame: types.FrameType
     entry: GeneratedCode
     info: CodeInfo
@@ -56,12 +56,12 @@ class TraceEvent(NamedTuple):
     value: object = None         # RETURN only
 
 
-def frame_event(kind: TraceKind, frame: types.FrameType, entry: GeneratedCode, info: CodeInfo,
-                value: object = None) -> TraceEvent:
+def frame_event(kind: InstructionTraceKind, frame: types.FrameType, entry: GeneratedCode, info: CodeInfo,
+                value: object = None) -> InstructionTraceEvent:
     """The trace line of a frame's start (ENTER) or end (RETURN): an end at
     an instruction that is no return is by an exception (UNWIND)."""
-    if kind is TraceKind.RETURN:
+    if kind is InstructionTraceKind.RETURN:
         instr = info.containing(frame.f_lasti)
         if instr is None or not is_return(instr.opname):
-            kind = TraceKind.UNWIND
-    return TraceEvent(kind, frame, entry, info, None, value)
+            kind = InstructionTraceKind.UNWIND
+    return InstructionTraceEvent(kind, frame, entry, info, None, value)

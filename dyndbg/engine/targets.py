@@ -10,8 +10,8 @@ dynamo compiles matching code.
 - ResumeTarget: entry to resume functions (`b resume`, `b torch_dynamo_resume_in_f*`)
 - FunctionTarget: entry to the transformed code of a user function (`b f`)
 - CatchTarget: `catch compile|recompile|graph-break|exception`
-- TraceCatchTarget: `catch trace [FUNC]`, and TraceLineTarget: `b --trace
-  FILE:LINE`: stops while dynamo compiles (trace_stepping.py), never in
+- CompileCatchTarget: `catch trace [FUNC]`, and CompileLineTarget: `b --trace
+  FILE:LINE`: stops while dynamo compiles (compile_stepping.py), never in
   generated code: they arm no instruction
 - MarkerTarget: torch's `<BREAKPOINT>` markers (breakpoint 0, built in)
 """
@@ -27,7 +27,7 @@ from typing import Callable
 from dyndbg.cpython import CALL_OPNAMES, MARKER_LOAD, call_site
 from dyndbg.dynamo.markers import breakpoint_marker
 from dyndbg.dynamo.names import GRAPH_NAME, RESUME_GLOBAL, graph_number, is_resume_name, resume_code
-from dyndbg.dynamo.registry import GeneratedCode
+from dyndbg.dynamo.compiles import GeneratedCode
 from dyndbg.engine.codeinfo import CodeInfo, Instr
 
 
@@ -50,7 +50,7 @@ class Target:
     # True where offsets() are candidates and confirm() decides when reached
     # (listings mark those `B1?`).
     checked_when_reached = False
-    # True for stops while dynamo compiles (trace_stepping.py): no place in generated code.
+    # True for stops while dynamo compiles (compile_stepping.py): no place in generated code.
     compile_time = False
 
     def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
@@ -276,7 +276,7 @@ class CatchTarget(Target):
 
 
 @dataclass
-class TraceCatchTarget(CatchTarget):
+class CompileCatchTarget(CatchTarget):
     """`catch trace [FUNC]`: stop when dynamo starts tracing a frame whose
     function matches FUNC (a first compile, a recompile, a resume function),
     before it interprets the first instruction. Calls dynamo inlines are not
@@ -303,7 +303,7 @@ class TraceCatchTarget(CatchTarget):
 
 
 @dataclass
-class TraceLineTarget(LineTarget):
+class CompileLineTarget(LineTarget):
     """`b --trace FILE:LINE`: stop when dynamo, tracing, reaches that line of
     the user's code (at the first instruction of that line in the code)."""
 

@@ -1,6 +1,6 @@
 """The command loop at a stop: reading lines, telling commands from Python,
 `;;` chaining, repeating the last command on an empty line. The session is the
-Host (host.py) of the command families, each in a module of its own."""
+Host (commands/host.py) of the command families, each in a module of its own."""
 from __future__ import annotations
 
 import ast
@@ -8,24 +8,24 @@ import sys
 import types
 from typing import TYPE_CHECKING, Callable, TextIO
 
-from dyndbg.engine.stop import Stop, StopReason, TraceEvent
-from dyndbg.ui import render
-from dyndbg.ui.breakpoint_commands import BreakpointCommands
-from dyndbg.ui.cache_commands import CacheCommands
-from dyndbg.ui.dynamo_commands import DynamoCommands
-from dyndbg.ui.history_commands import HistoryCommands
-from dyndbg.ui.host import Family, PastView, Reader
-from dyndbg.ui.looking import LookingCommands
-from dyndbg.ui.parsing import CommandError, expand_aliases, leading_word, split_commands
-from dyndbg.ui.reader import (KernelReader, ScriptedReader, TerminalReader, in_kernel,
+from dyndbg.engine.stop import Stop, StopReason, InstructionTraceEvent
+from dyndbg.ui.text import render
+from dyndbg.ui.commands.breakpoints import BreakpointCommands
+from dyndbg.ui.commands.edits import CacheCommands
+from dyndbg.ui.commands.compiled import DynamoCommands
+from dyndbg.ui.commands.history import HistoryCommands
+from dyndbg.ui.commands.host import Family, PastView, Reader
+from dyndbg.ui.commands.looking import LookingCommands
+from dyndbg.ui.text.parsing import CommandError, expand_aliases, leading_word, split_commands
+from dyndbg.ui.terminal.reader import (KernelReader, ScriptedReader, TerminalReader, in_kernel,
                               is_terminal, printable)
-from dyndbg.ui.running import RunningCommands
-from dyndbg.ui.session_commands import SessionCommands
+from dyndbg.ui.commands.running import RunningCommands
+from dyndbg.ui.commands.settings import SessionCommands
 from dyndbg.ui.stop_printer import StopPrinter
 from dyndbg.ui.stop_view import StopView
-from dyndbg.ui.style import Highlighter, wants_color
-from dyndbg.ui.terminal import PromptReader
-from dyndbg.ui.trace_commands import PROMPT, TraceCommands
+from dyndbg.ui.text.style import Highlighter, wants_color
+from dyndbg.ui.terminal.prompt import PromptReader
+from dyndbg.ui.commands.compile_stops import PROMPT, CompileStopCommands
 
 # Commands that would run the program: post mortem, c and q end the session, the rest refuse.
 RUNNING_COMMANDS = {"step", "next", "nextline", "stepline", "return", "until", "continue",
@@ -35,13 +35,13 @@ SPELLINGS = {"?": "help"}
 
 if TYPE_CHECKING:
     from dyndbg.engine.debugger import Engine
-    from dyndbg.engine.trace_stepping import TraceStop
+    from dyndbg.engine.compile_stepping import CompileStop
 
 
 def _line_terminal_io() -> tuple:
-    """The terminal read a line at a time (typeahead.py), or prompt-toolkit's own."""
+    """The terminal read a line at a time (terminal/typeahead.py), or prompt-toolkit's own."""
     try:
-        from dyndbg.ui.typeahead import line_terminal_io
+        from dyndbg.ui.terminal.typeahead import line_terminal_io
     except ImportError:   # no termios: not a POSIX system
         return None, None
     return line_terminal_io()
@@ -67,8 +67,8 @@ class Session(StopView):
                                              self.cache_commands, self.looking,
                                              self.history_commands, self.settings)
         # At a stop while dynamo compiles, these take the place of those of the same name.
-        self.tracing = TraceCommands(self)
-        self.trace_stop: TraceStop | None = None
+        self.compile_commands = CompileStopCommands(self)
+        self.compile_stop: CompileStop | None = None
         self.printer = StopPrinter(self)
         self.color = False
         self.highlighter = Highlighter(False)
@@ -101,7 +101,7 @@ class Session(StopView):
         if kernel:
             self.reader = KernelReader(self.write)
         elif self.color:
-            from dyndbg.ui.completion import DebuggerCompleter  # loads prompt-toolkit
+            from dyndbg.ui.terminal.completion import DebuggerCompleter  # loads prompt-toolkit
             self.reader = PromptReader(self.write, DebuggerCompleter(self),
                                        self.printer.toolbar_text,
                                        *(terminal_io or _line_terminal_io()))
@@ -127,10 +127,10 @@ class Session(StopView):
     def message(self, text: str) -> None:
         self.write(text)
 
-    def trace(self, event: TraceEvent) -> None:
+    def instruction_traced(self, event: InstructionTraceEvent) -> None:
         """A line of `trace on`, written and flushed before the instruction
         runs: the last one shown names the culprit of a hard crash."""
-        self.write(render.trace_line(event, render.renamer(event.frame)))
+        self.write(render.instruction_trace_line(event, render.renamer(event.frame)))
 
     def error(self, text: str) -> None:
         self.write(f"*** {text}")
@@ -159,25 +159,25 @@ class Session(StopView):
         self._interruptible(lambda: self.print_stop(stop))
         self._command_loop()
 
-    def interact_trace(self, stop: TraceStop) -> None:
-        """A stop while dynamo compiles (trace_commands.py); the stop in
+    def interact_compile(self, stop: CompileStop) -> None:
+        """A stop while dynamo compiles (commands/compile_stops.py); the stop in
         generated code being looked at, if any, is kept for after it."""
-        previous, self.trace_stop = self.trace_stop, stop
+        previous, self.compile_stop = self.compile_stop, stop
         resumed, self._resumed = self._resumed, False
         try:
             if not self._greeted:
                 self._greeted = True
                 self.write("dyndbg: stopped while dynamo compiles. 'help' lists commands, "
                            "'c' continues.")
-            self._interruptible(lambda: self.tracing.print_stop(stop))
+            self._interruptible(lambda: self.compile_commands.print_stop(stop))
             self._command_loop()
         finally:
-            self.trace_stop = previous
+            self.compile_stop = previous
             self._resumed = resumed
 
     @property
     def prompt(self) -> str:
-        return PROMPT if self.trace_stop is not None else "(dyndbg) "
+        return PROMPT if self.compile_stop is not None else "(dyndbg) "
 
     def _command_loop(self) -> None:
         while not self._resumed:
@@ -250,7 +250,7 @@ class Session(StopView):
         if self.past is not None and name in RUNNING_COMMANDS:
             self.past = None
             self.write(f"dyndbg: back at the present to {name} (from a recorded point)")
-        if self.trace_stop is None and self.stop is not None and \
+        if self.compile_stop is None and self.stop is not None and \
                 self.stop.reason is StopReason.POST_MORTEM and \
                 name in RUNNING_COMMANDS:
             if name not in ("continue", "quit"):
@@ -292,8 +292,8 @@ class Session(StopView):
         name = SPELLINGS.get(word, word)
         if not name:
             return None
-        if self.trace_stop is not None:
-            return self.tracing.command(name, self.families)
+        if self.compile_stop is not None:
+            return self.compile_commands.command(name, self.families)
         for family in self.families:
             found = getattr(family, f"do_{name}", None)
             if found is not None:

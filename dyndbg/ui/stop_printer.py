@@ -5,28 +5,28 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, TextIO
 
-from dyndbg.dynamo import why
+from dyndbg.dynamo.compiles import why
 from dyndbg.engine.stop import Stop, StopReason
-from dyndbg.ui import boundaries, render
-from dyndbg.ui.breakpoint_commands import deleted_at_stop
-from dyndbg.ui.values import exception_text
+from dyndbg.ui.text import boundaries, render
+from dyndbg.ui.commands.breakpoints import deleted_at_stop
+from dyndbg.ui.text.values import exception_text
 
 if TYPE_CHECKING:
     from dyndbg.engine.debugger import Engine
-    from dyndbg.engine.trace_stepping import TraceStop
-    from dyndbg.ui.breakpoint_commands import BreakpointCommands
-    from dyndbg.ui.cache_commands import CacheCommands
-    from dyndbg.ui.dynamo_commands import DynamoCommands
-    from dyndbg.ui.host import PastView
-    from dyndbg.ui.looking import LookingCommands
-    from dyndbg.ui.style import Highlighter
+    from dyndbg.engine.compile_stepping import CompileStop
+    from dyndbg.ui.commands.breakpoints import BreakpointCommands
+    from dyndbg.ui.commands.edits import CacheCommands
+    from dyndbg.ui.commands.compiled import DynamoCommands
+    from dyndbg.ui.commands.host import PastView
+    from dyndbg.ui.commands.looking import LookingCommands
+    from dyndbg.ui.text.style import Highlighter
 
 
 class Printing(Protocol):
     """What the printer reads of the session (ui/session.py)."""
 
     stop: Stop | None
-    trace_stop: TraceStop | None
+    compile_stop: CompileStop | None
     past: PastView | None
     engine: Engine
     out: TextIO
@@ -110,12 +110,12 @@ class StopPrinter:
     def toolbar_text(self) -> str:
         """function [compile id] | instr i/N | stack depth | breakpoints | mode"""
         session = self.session
-        trace_stop = session.trace_stop
-        if trace_stop is not None:
-            state = trace_stop.state
+        compile_stop = session.compile_stop
+        if compile_stop is not None:
+            state = compile_stop.state
             where = state.translators()[-1]
             line = f"before line {where.line}" if where.before_body else f"line {where.line}"
-            return (f" compile {trace_stop.trace_id} | {where.function} {line} | "
+            return (f" compile {compile_stop.trace_id} | {where.function} {line} | "
                     f"depth {state.depth} | symbolic stack {state.stack_size()} | compile time ")
         stop = session.stop
         if stop is None:

@@ -1,7 +1,7 @@
 """What a stop shows the commands: its frames (the innermost selected,
 `up`/`down` move), their locals and value stacks, a recorded point's in
 their place, and Python run there; while dynamo compiles, the symbolic
-locals instead (trace_commands.py). Session (session.py) is a StopView."""
+locals instead (commands/compile_stops.py). Session (session.py) is a StopView."""
 from __future__ import annotations
 
 import collections
@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, TextIO
 
 from dyndbg.engine.stop import Stop
 from dyndbg.ownframes import is_own_frame
-from dyndbg.ui.history_commands import summarized_names
-from dyndbg.ui.host import PastView
-from dyndbg.ui.values import safe_repr
+from dyndbg.ui.commands.history import summarized_names
+from dyndbg.ui.commands.host import PastView
+from dyndbg.ui.text.values import safe_repr
 
 if TYPE_CHECKING:
     from dyndbg.engine.debugger import Engine
-    from dyndbg.engine.trace_stepping import TraceStop
+    from dyndbg.engine.compile_stepping import CompileStop
 
 
 class StopView:
@@ -27,7 +27,7 @@ class StopView:
     out: TextIO
     engine: "Engine"
     stop: Stop | None
-    trace_stop: TraceStop | None
+    compile_stop: CompileStop | None
     frames: list[types.FrameType]
     selected: int
     past: PastView | None
@@ -99,8 +99,8 @@ class StopView:
         """The selected frame's locals (writes go there), then __stack__,
         __frame__ and __exception__; while dynamo compiles, the symbolic ones
         (SymbolicState.namespace)."""
-        if self.trace_stop is not None:
-            return collections.ChainMap({}, self.trace_stop.state.namespace())
+        if self.compile_stop is not None:
+            return collections.ChainMap({}, self.compile_stop.state.namespace())
         stack, _ = self.frame_stack()
         assert self.stop is not None
         exc = self.stop.exception if self.past is None else None
@@ -112,14 +112,14 @@ class StopView:
 
     def frame_globals(self) -> dict:
         """The module globals expressions see (a recorded point's: its frame's module)."""
-        if self.trace_stop is not None:
-            return self.trace_stop.state.globals()
+        if self.compile_stop is not None:
+            return self.compile_stop.state.globals()
         return self.past.record.globals if self.past is not None else self.frame.f_globals
 
     def reading(self) -> contextlib.AbstractContextManager:
         """Around running an expression: at a stop while dynamo compiles, one
         that cannot realize what dynamo has not (SymbolicState.read_only)."""
-        return self.trace_stop.state.read_only() if self.trace_stop is not None else \
+        return self.compile_stop.state.read_only() if self.compile_stop is not None else \
             contextlib.nullcontext()
 
     def evaluate(self, expression: str) -> object:

@@ -9,8 +9,8 @@ import sys
 import types
 
 from dyndbg.cache import CacheError
-from dyndbg.dynamo import patching
-from dyndbg.dynamo.patching import PatchAction, PatchOp
+from dyndbg.dynamo.edits import patching
+from dyndbg.dynamo.edits import PatchAction, PatchOp
 
 
 def closure(a, b):

@@ -1,12 +1,12 @@
-"""Patches that crashed CPython (3.11-3.14) before the rules in dyndbg.dynamo.patching,
+"""Patches that crashed CPython (3.11-3.14) before the rules in dyndbg.dynamo.edits.patching,
 each on a plain function: refused, or applied so that the code raises a Python error
 instead. Prints `name: outcome` lines the test reads; a crash is the test's failure."""
 import sys
 import types
 
 from dyndbg.cache import CacheError
-from dyndbg.dynamo import patching
-from dyndbg.dynamo.patching import PatchAction, PatchOp
+from dyndbg.dynamo.edits import patching
+from dyndbg.dynamo.edits import PatchAction, PatchOp
 
 
 def closure(a):

@@ -2,7 +2,7 @@
 data-dependent `if` after inlining scale(): what tests/test_symbolic_trace.py
 steps through while dynamo compiles it. At the end it prints what dynamo
 made, as torch reports it (its bytecode hook, the backend's graphs, the
-guards through guard_export_fn): a run with trace stops must print the same.
+guards through guard_export_fn): a run with compile stops must print the same.
 With --explain: torch._dynamo.explain's break reasons for the same f."""
 import json
 import re

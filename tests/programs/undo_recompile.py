@@ -137,7 +137,7 @@ def case_unknown():
     issue 23, and says that it does not know."""
     import torch._dynamo.convert_frame as convert_frame
 
-    from dyndbg.dynamo.edit_types import fell_through_lines
+    from dyndbg.dynamo.edits import fell_through_lines
     cd = torch.compile(d, backend="eager")
     cd(torch.ones(3))
     analysis = convert_frame.get_and_maybe_log_recompilation_reasons
