@@ -19,7 +19,7 @@ from dap_client import TIMEOUT
 from dap_session import adapter_session, Dap
 from harness import ROOT, SAMPLES, run_plain
 
-SYMBOLIC = SAMPLES / "symbolic/state.py"
+SYMBOLIC = SAMPLES / "symbolic_trace.py"
 CATCH = "torch_dynamo_resume_in_f*"
 RESUME_FRAME = re.compile(r"torch_dynamo_resume_in_f_at_\d+ \[compile \d+/\d+\]")
 COMPILE_TIME = "compile time: "

@@ -215,7 +215,7 @@ def test_graph_values_gives_one_nodes_three_values(fresh) -> None:
 def test_saved_script_prints_the_same_verdict(fresh, tmp_path: Path) -> None:
     import dyndbg.cache as dc
     number, _, _, _ = _compile_and_capture(wrong_ops.wrong_relu, False, False)
-    script = tmp_path / "graphs/repro.py"
+    script = tmp_path / "repro.py"
     found = dc.graph_bisect(number, save=str(script))
     assert (tmp_path / "repro.pt").exists()
     env = child_env(extra={"PYTHONPATH": str(PROGRAMS)})
