@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 from dyndbg.engine.debugger import Engine
 from dyndbg.engine.stop import Stop
-from dyndbg.engine.compile_stepping import CompileStop
+from dyndbg.engine.stop import CompileStop
 from dyndbg.ui.terminal import rcfile
 from dyndbg.ui.terminal.reader import printable
 from dyndbg.ui.session import Session

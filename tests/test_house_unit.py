@@ -171,3 +171,33 @@ def test_dynamo_and_ui_are_folders_by_concept_with_no_circle_between_them() -> N
     assert {name for name, edges in dynamo.items() if "." not in name and name != "hooks"
             and name not in {"compiles", "guards", "graphs", "edits", "symbolic", "(init)"}
             and edges & {"compiles", "guards", "graphs", "edits", "symbolic", "hooks"}} == set()
+
+
+def _assigned_attributes(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+        for target in targets:
+            for part in ast.walk(target):
+                if isinstance(part, ast.Attribute):
+                    names.add(part.attr)
+    return names
+
+
+def test_one_stop_held_once_by_the_engine() -> None:
+    """Issue 49: the engine holds the stop (engine/stop.py's HeldStop); no
+    front end keeps a copy of it."""
+    for path in sorted([*(PACKAGE / "ui").rglob("*.py"), *(PACKAGE / "dap").rglob("*.py"),
+                        PACKAGE / "pytest_session.py", PACKAGE / "notebook.py"]):
+        kept = _assigned_attributes(path) & {"stop", "compile_stop", "_stopped"}
+        assert kept == set(), f"{path.relative_to(ROOT)} keeps {sorted(kept)}"
+
+
+def test_the_editor_reads_no_printed_text() -> None:
+    """Issue 49: dap/ answers no request by capturing what the session
+    prints: no StringIO there, and it never swaps the session's output."""
+    for path in sorted((PACKAGE / "dap").rglob("*.py")):
+        text = path.read_text()
+        assert "StringIO" not in text, path.name
+        assert "out" not in _assigned_attributes(path), path.name

@@ -113,3 +113,29 @@ FRAME, CALLEE = object(), object()
 ])
 def test_line_steps(kind, state, stops):
     assert _stepper(kind, 0, FRAME, 18)._mode_stops(state, "1/0") is stops
+
+
+def test_the_engine_holds_one_stop_and_a_compile_waits_for_none() -> None:
+    """Issue 49: one stop model, held once. A compile that reaches a stop while
+    the program is stopped makes none (a line says so); the held stop is
+    restored after a stop ends, whatever its kind."""
+    from dyndbg.engine.stop import CompileStop, HeldStop, Stop, StopKind
+    said: list[str] = []
+    served: list[object] = []
+    held = HeldStop()
+    frontend = types.SimpleNamespace(message=said.append,
+                                     interact_compile=lambda stop: served.append(held.current))
+    stepper = CompileStepper(BreakpointTable(), frontend, lambda *a: None, held)
+    state = types.SimpleNamespace(root_function="f")
+    stop = CompileStop(None, state, "0/0", 0)   # type: ignore[arg-type]
+    assert stop.kind is StopKind.COMPILE and Stop.kind is StopKind.GENERATED
+    stepper._stop(stop)
+    assert served == [stop] and held.current is None and said == []
+    generated = object()
+    with held.holding(generated):   # type: ignore[arg-type]
+        assert held.generated is None and held.compile is None   # neither kind: not a stop
+        stepper._stop(stop)
+        assert held.current is generated
+    assert served == [stop] and len(said) == 1 and "no stop in that compile" in said[0]
+    with held.holding(stop):
+        assert held.compile is stop and held.generated is None

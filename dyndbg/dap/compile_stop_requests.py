@@ -23,8 +23,9 @@ from dyndbg.dap.variables import References, variable
 from dyndbg.dynamo.symbolic import SymbolicState, CompilePoint
 from dyndbg.dynamo.symbolic import is_variable_tracker
 from dyndbg.engine.recording.recorded_values import Summary
-from dyndbg.engine.compile_stepping import CompileStep, CompileStop
-from dyndbg.ui.commands.compile_stops import compile_stop_event
+from dyndbg.engine.compile_stepping import CompileStep
+from dyndbg.engine.stop import CompileStop
+from dyndbg.ui.text.render import compile_stop_event
 
 if TYPE_CHECKING:
     from dyndbg.dap.hub import Hub
@@ -187,12 +188,12 @@ class CompileStopRequests:
     def _looking_at(self, state: SymbolicState) -> Iterator[None]:
         """The inspection session looks at `state`'s level (the frame selected)."""
         session = self.session
-        stop = self.checked_stop()
-        session.compile_stop = stop if state is stop.state else stop._replace(state=state)
+        self.checked_stop()
+        session.compile_level = state
         try:
             yield
         finally:
-            session.compile_stop = stop
+            session.compile_level = None
 
     def r_evaluate(self, arguments: dict) -> dict:
         expression = arguments.get("expression")
@@ -216,10 +217,10 @@ class CompileStopRequests:
         extra = arguments.get("args", "")
         if not isinstance(extra, str):
             raise RequestError("'args' must be a string")
-        text = self.requests.capture(f"{command} {extra}".strip(), typed=True)
-        if text.startswith("*** "):
-            raise RequestError(text[4:])
-        return {"text": text}
+        shown = self.requests.console_command(f"{command} {extra}".strip(), typed=True)
+        if shown.errors:
+            raise RequestError("; ".join(shown.errors))
+        return {"text": shown.text}
 
     def r_dyndbg_guards(self, arguments: dict) -> dict:
         """The guards dynamo has installed so far (the prompt's `guards` here)."""

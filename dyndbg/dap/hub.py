@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from dyndbg.engine.codeinfo import Instr
     from dyndbg.engine.debugger import Engine
     from dyndbg.engine.stop import Stop
-    from dyndbg.engine.compile_stepping import CompileStop
-    from dyndbg.ui.session import Session
+    from dyndbg.engine.stop import CompileStop
+    from dyndbg.ui.session import CommandOutput, Session
 
 
 class Output(Protocol):
@@ -31,6 +31,7 @@ class Frontend(Output, Protocol):
 
     channel: Channel | None        # the client's connection, while there is one
     configured: threading.Event    # the client is done configuring (or gone)
+    stopped: bool                  # a stop is being served to the client
 
 
 class Code(Protocol):
@@ -48,8 +49,13 @@ class Code(Protocol):
 class Hub(Protocol):
     engine: Engine
     session: Session        # the prompt's own session, for inspection
-    stop: Stop | None
-    compile_stop: CompileStop | None   # stopped while dynamo compiles
+
+    @property
+    def stop(self) -> Stop | None: ...   # the engine's, while the client is stopped at it
+
+    @property
+    def compile_stop(self) -> CompileStop | None: ...   # stopped while dynamo compiles
+
     stop_thread: int        # the DAP id of the stopped thread
     # Run after the response to a request is sent (the spec's order).
     after_response: dict[str, Callable[[], None]]
@@ -60,5 +66,5 @@ class Hub(Protocol):
     def code(self) -> Code: ...
 
     def checked_stop(self) -> Stop: ...
-    def capture(self, command: str, typed: bool = False) -> str: ...
+    def console_command(self, command: str, typed: bool = False) -> CommandOutput: ...
     def event(self, name: str, body: dict | None = None) -> None: ...

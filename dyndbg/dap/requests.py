@@ -7,7 +7,6 @@ guards, evaluation): no second copy of that logic.
 """
 from __future__ import annotations
 
-import io
 import threading
 from typing import TYPE_CHECKING, Callable
 
@@ -20,13 +19,13 @@ from dyndbg.dap.compile_stop_requests import PREFIX, CompileStopRequests, stop_t
 from dyndbg.dynamo.compiles import GeneratedCode
 from dyndbg.engine.stop import Stop, StopReason
 from dyndbg.engine.threads import ENGINE_LOCK
-from dyndbg.ui.session import Session
+from dyndbg.ui.session import CommandOutput, Session
 from dyndbg.ui.text.values import exception_text
 
 if TYPE_CHECKING:
     from dyndbg.dap.hub import Frontend
     from dyndbg.engine.debugger import Engine
-    from dyndbg.engine.compile_stepping import CompileStop
+    from dyndbg.engine.stop import CompileStop
 
 
 class QuietReader:
@@ -39,7 +38,7 @@ class QuietReader:
 
 
 def inspection_session(engine: "Engine") -> Session:
-    session = Session(io.StringIO(), no_color=True)
+    session = Session(None, no_color=True)
     session.reader = QuietReader()
     session.engine = engine
     return session
@@ -69,8 +68,6 @@ class Requests:
         self.engine = engine
         self.session = inspection_session(engine)
         self.threads = ThreadIds()
-        self.stop: Stop | None = None
-        self.compile_stop: CompileStop | None = None   # stopped while dynamo compiles
         self.stop_thread = 1
         self.stop_on_entry = False
         self.entry_pending = False       # the next step stop is the launch's entry
@@ -93,6 +90,17 @@ class Requests:
                     told_engine(entry)
                 self.code_added(entry)
         engine.registry.on_add = on_add
+
+    # -- the stop: the engine holds it; the client is told of it while it is served -----
+    @property
+    def stop(self) -> Stop | None:
+        """The stop in generated code the client is stopped at."""
+        return self.engine.held.generated if self.frontend.stopped else None
+
+    @property
+    def compile_stop(self) -> CompileStop | None:
+        """The compile stop the client is stopped at."""
+        return self.engine.held.compile if self.frontend.stopped else None
 
     def code_added(self, entry: GeneratedCode) -> None:
         """Runs while dynamo compiles: nothing may escape into it."""
@@ -120,19 +128,11 @@ class Requests:
         if channel is not None:
             channel.event(name, body)
 
-    def capture(self, command: str, typed: bool = False) -> str:
-        """Run one of the prompt's commands; its output as text. `typed` in
-        the debug console: what moves the program is refused."""
-        session = self.session
-        session.out = io.StringIO()
-        session.guard = refuse_in_console if typed else None
-        try:
-            session.onecmd(command)
-            while session.pending:   # what followed `;;`, or an alias made of several
-                session.onecmd(session.pending.pop(0))
-        finally:
-            session.guard = None
-        return session.out.getvalue().rstrip("\n")
+    def console_command(self, command: str, typed: bool = False) -> CommandOutput:
+        """Run one of the prompt's commands: what it shows in the console, and
+        its errors. `typed` in the debug console: what moves the program is
+        refused."""
+        return self.session.run_line(command, refuse_in_console if typed else None)
 
     # -- stops --------------------------------------------------------------------------
     def skips(self, stop: Stop) -> bool:
@@ -140,10 +140,9 @@ class Requests:
         return stop.reason is StopReason.EXCEPTION and not self.breaks.wants_exception_stops
 
     def stopped(self, stop: Stop) -> None:
-        self.stop = stop
         self.stop_thread = self.threads.of(threading.current_thread())
         self.session.enter(stop)
-        shown = self.capture_stop(stop)
+        shown = self.session.output_of(lambda: self.session.print_stop(stop)).text
         if shown:
             self.frontend.output(shown)
         reason = self._reason(stop)
@@ -164,13 +163,6 @@ class Requests:
                 body["text"] = graph_break.one_line()
         self.event("stopped", body)
 
-    def capture_stop(self, stop: Stop) -> str:
-        """What the prompt prints at this stop, for the debug console."""
-        session = self.session
-        session.out = io.StringIO()
-        session.print_stop(stop)
-        return session.out.getvalue().rstrip("\n")
-
     def _reason(self, stop: Stop) -> str:
         """The stop's reason; the entry and pause it may answer end with it."""
         entry, pause = self.entry_pending, self.pausing
@@ -183,20 +175,21 @@ class Requests:
 
     def compile_stopped(self, stop: CompileStop) -> None:
         """A stop while dynamo compiles: what the prompt prints, then the event."""
-        self.compile_stop = stop
-        self.session.compile_stop = stop
         self.stop_thread = self.threads.of(threading.current_thread())
         session = self.session
-        session.out = io.StringIO()
-        # What is shown reads dynamo's state: where that fails, the stop is still made.
-        try:
-            session.compile_commands.print_stop(stop)
-            description, text = stop_text(stop)
-        except Exception as error:  # noqa: BLE001 - reached from dynamo's compile
-            session.error(f"cannot show this stop: {type(error).__name__}: "
-                          f"{exception_text(error)}")
-            description, text = f"{PREFIX}[compile {stop.trace_id}]", None
-        shown = session.out.getvalue().rstrip("\n")
+        described: list[tuple[str, str | None]] = []
+
+        def show() -> None:
+            # What is shown reads dynamo's state: where that fails, the stop is still made.
+            try:
+                session.compile_commands.print_stop(stop)
+                described.append(stop_text(stop))
+            except Exception as error:  # noqa: BLE001 - reached from dynamo's compile
+                session.error(f"cannot show this stop: {type(error).__name__}: "
+                              f"{exception_text(error)}")
+                described.append((f"{PREFIX}[compile {stop.trace_id}]", None))
+        shown = session.output_of(show).text
+        description, text = described[0]
         if shown:
             self.frontend.output(shown)
         body = {"reason": self.compile_requests.reason(stop), "threadId": self.stop_thread,
@@ -207,9 +200,6 @@ class Requests:
         self.event("stopped", body)
 
     def resumed(self) -> None:
-        self.stop = None
-        self.compile_stop = None
-        self.session.compile_stop = None
         self.stops.forget_stop()
         self.compile_requests.forget_stop()
 

@@ -29,7 +29,7 @@ from dyndbg.ui.text.values import exception_text
 if TYPE_CHECKING:
     from dyndbg.dap.requests import Requests
     from dyndbg.engine.debugger import Engine
-    from dyndbg.engine.compile_stepping import CompileStop
+    from dyndbg.engine.stop import CompileStop
 
 # Served while the program runs (everything else needs a stopped thread).
 WHILE_RUNNING = {"initialize", "launch", "attach", "configurationDone", "threads",

@@ -216,16 +216,17 @@ class StopRequests:
         if not self.requests.engine.recording and not len(self.requests.engine.history):
             raise RequestError("stepping back needs the recording: launch with "
                                "\"record\": true, or evaluate `record on` in the debug console")
-        text = self.requests.capture(command)
-        if text.startswith("***"):
-            raise RequestError(text[4:])
+        shown = self.requests.console_command(command)
+        if shown.errors:
+            raise RequestError("; ".join(shown.errors))
         self.refs.clear()
         self._frame_ids.clear()
-        self.requests.frontend.output(text)
+        self.requests.frontend.output(shown.text)
+        past = self.requests.session.past
+        description = past.note() if past is not None else "the present"
         self.requests.after_response[request] = lambda: self.requests.event(
             "stopped", {"reason": "step", "threadId": self.requests.stop_thread,
-                        "allThreadsStopped": False,
-                        "description": text.splitlines()[0] if text else "recorded point"})
+                        "allThreadsStopped": False, "description": description})
 
     # -- dyndbg's own views --------------------------------------------------------------------
     def _view(self, command: str, arguments: dict) -> dict:
@@ -233,7 +234,7 @@ class StopRequests:
         extra = arguments.get("args", "")
         if not isinstance(extra, str):
             raise RequestError("'args' must be a string")
-        return {"text": self.requests.capture(f"{command} {extra}".strip(), typed=True)}
+        return {"text": self.requests.console_command(f"{command} {extra}".strip(), typed=True).text}
 
     def r_dyndbg_guards(self, arguments: dict) -> dict:
         return self._view("guards", arguments)
@@ -295,8 +296,8 @@ def console(requests: Hub, line: str) -> dict:
         why = console_refusal(command.__name__[3:], word)
         if why is not None:
             raise RequestError(why)
-    text = requests.capture(line, typed=True)   # the rest (;;, aliases) checked there
-    return {"result": text, "variablesReference": 0}
+    shown = requests.console_command(line, typed=True)   # the rest (;;, aliases) checked there
+    return {"result": shown.text, "variablesReference": 0}
 
 
 def console_refusal(name: str, word: str) -> str | None:

@@ -21,11 +21,12 @@ import enum
 import os
 from typing import Any, Callable, NamedTuple, Protocol
 
-from dyndbg.dynamo.compiles import BreakReason
 from dyndbg.dynamo.symbolic import SymbolicState, CompilePoint, compile_id
 from dyndbg.dynamo.symbolic import CompileStopHooks
 from dyndbg.dynamo.versions import torch_version
+from dyndbg.dynamo.compiles import BreakReason
 from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable
+from dyndbg.engine.stop import CompileStop, HeldStop
 from dyndbg.engine.exceptions import PASSES_THROUGH
 from dyndbg.engine.threads import ENGINE_LOCK
 from dyndbg.engine.targets import CompileCatchTarget, CompileLineTarget
@@ -57,28 +58,6 @@ class CompileStepMode(NamedTuple):
         return self.kind in (CompileStep.STEP, CompileStep.STEP_LINE)
 
 
-class CompileStop(NamedTuple):
-    """A stop while dynamo compiles."""
-
-    point: CompilePoint
-    state: SymbolicState
-    compile_id: str                        # "1/0"
-    attempt: int                           # 0; 1 after a restart
-    breakpoints: tuple[Breakpoint, ...] = ()
-    reason: BreakReason | None = None      # GRAPH_BREAK: torch's reason; RESTART: why
-    cause: str = ""                        # RESTART: the RestartAnalysis class dynamo raised
-
-    @property
-    def trace_id(self) -> str:
-        """As TORCH_LOGS writes it: "0/0", then "0/0_1" for the attempt after a restart."""
-        return self.compile_id + (f"_{self.attempt}" if self.attempt else "")
-
-    @property
-    def tag(self) -> str:
-        """What each of its lines starts with: `[compile 0/0_1]`."""
-        return f"[compile {self.trace_id}]"
-
-
 class _PendingStart(NamedTuple):
     """A frame a trace catchpoint names: its first instruction stops."""
 
@@ -96,13 +75,12 @@ class CompileStopFrontend(Protocol):
 class CompileStepper:
     def __init__(self, breakpoints: BreakpointTable, frontend: CompileStopFrontend,
                  report_error: Callable[[str, BaseException], None],
-                 busy: Callable[[], bool] = lambda: False) -> None:
+                 held: HeldStop | None = None) -> None:
         self.breakpoints = breakpoints
         self.frontend = frontend
         self.hooks = CompileStopHooks(self, report_error, PASSES_THROUGH)
         self.mode = CompileStepMode()
-        self.at_prompt = False                 # serving a compile stop (Ctrl-C, nested stops)
-        self._busy = busy                      # serving a stop in generated code
+        self.held = held if held is not None else HeldStop()   # the engine's: the stop it is at
         self._stopped_in: set[str] = set()     # compile ids with a stop: their breaks stop too
         self._started: set[str] = set()        # compile ids whose START stop was made
         self._pending: _PendingStart | None = None
@@ -247,7 +225,7 @@ class CompileStepper:
         # One thread in the engine at a time. Not waiting for another thread's
         # stop: this thread holds dynamo's compile lock, which that stop may
         # need (an expression there that compiles).
-        if self.at_prompt or self._busy():
+        if self.held.current is not None:
             self._no_stop(stop, "the program is")
             return
         if not ENGINE_LOCK.acquire(blocking=False):
@@ -255,10 +233,9 @@ class CompileStepper:
             return
         self._stopped_in.add(stop.compile_id)
         try:
-            self.at_prompt = True
-            self.frontend.interact_compile(stop)
+            with self.held.holding(stop):
+                self.frontend.interact_compile(stop)
         finally:
-            self.at_prompt = False
             ENGINE_LOCK.release()
 
 

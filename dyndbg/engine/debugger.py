@@ -29,8 +29,9 @@ from dyndbg.engine.modes import Mode, StepKind
 from dyndbg.engine.policy import TracePolicy, keeps_entry_names
 from dyndbg.engine.postmortem import FailureLog, post_mortem_stop
 from dyndbg.engine.snapshots import Snapshots
-from dyndbg.engine.stop import Stop, StopReason, InstructionTraceEvent, InstructionTraceKind, frame_event
-from dyndbg.engine.compile_stepping import CompileStepper, CompileStop
+from dyndbg.engine.stop import (CompileStop, HeldStop, InstructionTraceEvent, InstructionTraceKind,
+                                Stop, StopReason, frame_event)
+from dyndbg.engine.compile_stepping import CompileStepper
 from dyndbg.engine.tracing.tracer import Tracer
 from dyndbg.engine.tracing.choice import make_tracer
 from dyndbg.faults import FAULTS_ON, maybe_fault
@@ -69,8 +70,9 @@ class Engine:
                                  self._resume, self.internal_error, force_fallback,
                                  on_give_up=self.notices.gave_up, on_skip=self.notices.skipped)
         # Stops while dynamo compiles (`catch trace`, `b --trace`): hooked on first use.
+        self.held = HeldStop()   # the stop the program is at, of either kind: front ends read it here
         self.compile_stops = CompileStepper(self.breakpoints, frontend, self.internal_error,
-                                  busy=lambda: self._stopped is not None)
+                                            self.held)
         self.snapshots = Snapshots()    # the stacks read, for exception stops and `up`
         self.failures = FailureLog()                   # for post_mortem()
         self.history = History()                       # `record on`: what ran, to step back
@@ -82,7 +84,6 @@ class Engine:
         self.tracer: Tracer = make_tracer(self, frontend.message)
         self.registry.on_add = self._code_added
         self.interrupts = Interrupts(self, frontend.message)
-        self._stopped: Stop | None = None              # the stop in generated code at the prompt
         self._stop_recorded = False                    # its instruction is in the history
         self._generated = self.registry.by_id          # for the hot paths: id(code) -> entry
         self._stopped_exception: BaseException | None = None
@@ -167,8 +168,8 @@ class Engine:
     def recording(self, on: bool) -> None:
         if not on:
             self.history.pause()
-        elif self._stopped is not None and not self._stop_recorded:
-            self._record_stop(self._stopped)
+        elif self.held.generated is not None and not self._stop_recorded:
+            self._record_stop(self.held.generated)
         self.history.on = self.policy.history = on
         self._resume_with(self._mode)   # every instruction is delivered while on
 
@@ -248,7 +249,7 @@ class Engine:
     @property
     def at_prompt(self) -> bool:
         """The front end is serving a stop: in generated code, or while dynamo compiles."""
-        return self._stopped is not None or self.compile_stops.at_prompt
+        return self.held.current is not None
 
     # -- queries ----------------------------------------------------------------
     def entry_for(self, code: types.CodeType) -> GeneratedCode | None:
@@ -413,11 +414,9 @@ class Engine:
         if stop.reason is not StopReason.POST_MORTEM:
             self.tracer.keep(stop.frame)   # its state here lasts until it returns
         maybe_fault("render")
-        self._stopped, self._stop_recorded = stop, self.history.on
-        try:
+        self._stop_recorded = self.history.on
+        with self.held.holding(stop):
             self.frontend.interact(stop)
-        finally:
-            self._stopped = None
 
     def internal_error(self, where: str, error: BaseException) -> None:
         """An error inside dyndbg: say so once, detach, let the program go on."""

@@ -1,16 +1,36 @@
 """What the engine hands the front end: a stop, or a line of the
-instruction trace."""
+instruction trace.
+
+One stop model for every kind of stop (StopKind): a stop in the code dynamo
+generated (Stop), a stop while dynamo compiles (CompileStop); the next kind
+(inside a compiled graph) joins them here. Each has its kind, its breakpoints
+and its tag (what its lines start with). The engine holds the one stop the
+program is at (HeldStop) from the moment it stops until it goes on; every
+front end (the prompt, the editor, pytest, the notebook) reads it there and
+keeps no copy."""
 from __future__ import annotations
 
+import contextlib
 import enum
 import types
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, ClassVar, Iterator, NamedTuple, Union
 
 from dyndbg.cpython import is_return
 from dyndbg.dynamo.compiles import GeneratedCode
 from dyndbg.engine.breakpoints import Breakpoint
 from dyndbg.engine.codeinfo import CodeInfo, Instr
+
+if TYPE_CHECKING:
+    from dyndbg.dynamo.compiles import BreakReason
+    from dyndbg.dynamo.symbolic import CompilePoint, SymbolicState
+
+
+class StopKind(enum.Enum):
+    """Where the program is stopped."""
+
+    GENERATED = "generated code"   # in the code dynamo generated (or a resume function)
+    COMPILE = "compile"            # while dynamo compiles, in its symbolic execution
 
 
 class StopReason(enum.Enum):
@@ -22,6 +42,9 @@ class StopReason(enum.Enum):
 
 @dataclass
 class Stop:
+    """A stop in the code dynamo generated."""
+
+    kind: ClassVar[StopKind] = StopKind.GENERATED
     frame: types.FrameType
     entry: GeneratedCode
     info: CodeInfo
@@ -36,6 +59,71 @@ class Stop:
     why: str = ""                                 # "after dyndbg.breakpoint()" and the like
     # post mortem: the traceback's frames, each with the instruction it was at
     frames: list[tuple[types.FrameType, int]] | None = None
+
+    @property
+    def tag(self) -> str:
+        """What its location line starts with: `f [0/0]`."""
+        return self.entry.label()
+
+
+class CompileStop(NamedTuple):
+    """A stop while dynamo compiles."""
+
+    point: CompilePoint
+    state: SymbolicState
+    compile_id: str                        # "1/0"
+    attempt: int                           # 0; 1 after a restart
+    breakpoints: tuple[Breakpoint, ...] = ()
+    reason: BreakReason | None = None      # GRAPH_BREAK: torch's reason; RESTART: why
+    cause: str = ""                        # RESTART: the RestartAnalysis class dynamo raised
+
+    @property
+    def kind(self) -> StopKind:
+        return StopKind.COMPILE
+
+    @property
+    def trace_id(self) -> str:
+        """As TORCH_LOGS writes it: "0/0", then "0/0_1" for the attempt after a restart."""
+        return self.compile_id + (f"_{self.attempt}" if self.attempt else "")
+
+    @property
+    def tag(self) -> str:
+        """What each of its lines starts with: `[compile 0/0_1]`."""
+        return f"[compile {self.trace_id}]"
+
+
+AnyStop = Union[Stop, CompileStop]
+
+
+class HeldStop:
+    """The stop the program is at, held once by the engine for every front
+    end: from the moment it stops until it goes on. There is one at a time:
+    a compile never stops while the program is stopped (compile_stepping.py
+    says so in a line instead), nor generated code at a compile stop (the
+    engine is busy); `holding` still restores what it found."""
+
+    def __init__(self) -> None:
+        self.current: AnyStop | None = None
+
+    @contextlib.contextmanager
+    def holding(self, stop: AnyStop) -> Iterator[None]:
+        previous, self.current = self.current, stop
+        try:
+            yield
+        finally:
+            self.current = previous
+
+    @property
+    def generated(self) -> Stop | None:
+        """The stop in generated code, if that is where the program is."""
+        stop = self.current
+        return stop if isinstance(stop, Stop) else None
+
+    @property
+    def compile(self) -> CompileStop | None:
+        """The compile stop, if the program is stopped while dynamo compiles."""
+        stop = self.current
+        return stop if isinstance(stop, CompileStop) else None
 
 
 class InstructionTraceKind(enum.Enum):

@@ -4,12 +4,14 @@ Host (commands/host.py) of the command families, each in a module of its own."""
 from __future__ import annotations
 
 import ast
+import io
 import sys
 import types
-from typing import TYPE_CHECKING, Callable, TextIO
+from typing import TYPE_CHECKING, Callable, NamedTuple, TextIO
 
 from dyndbg.engine.stop import Stop, StopReason, InstructionTraceEvent
-from dyndbg.ui.text import render
+from dyndbg.ui.text import boundaries, render
+from dyndbg.ui.text.boundaries import GraphCall
 from dyndbg.ui.commands.breakpoints import BreakpointCommands
 from dyndbg.ui.commands.edits import CacheCommands
 from dyndbg.ui.commands.compiled import DynamoCommands
@@ -35,7 +37,8 @@ SPELLINGS = {"?": "help"}
 
 if TYPE_CHECKING:
     from dyndbg.engine.debugger import Engine
-    from dyndbg.engine.compile_stepping import CompileStop
+    from dyndbg.dynamo.symbolic import SymbolicState
+    from dyndbg.engine.stop import CompileStop
 
 
 def _line_terminal_io() -> tuple:
@@ -47,13 +50,25 @@ def _line_terminal_io() -> tuple:
     return line_terminal_io()
 
 
+class CommandOutput(NamedTuple):
+    """What a command line (or a stop's printing) wrote, as the prompt shows
+    it, and the errors it gave, each as the prompt says it after `*** `. The
+    editor's console shows the text; a request that fails says the errors,
+    read from here, never from the text."""
+
+    text: str
+    errors: tuple[str, ...]
+
+
 class Session(StopView):
 
-    def __init__(self, out: TextIO, commands: list[str] | None = None,
+    def __init__(self, out: TextIO | None, commands: list[str] | None = None,
                  no_color: bool = False, terminal_io: tuple | None = None) -> None:
-        """terminal_io: (input, output) for prompt-toolkit instead of the real
-        terminal, as its test harness provides (create_pipe_input, DummyOutput)."""
-        self.out = out
+        """out None: no output of its own (the editor's session, whose output is
+        read through output_of). terminal_io: (input, output) for prompt-toolkit
+        instead of the real terminal, as its test harness provides
+        (create_pipe_input, DummyOutput)."""
+        self.out: TextIO = out if out is not None else io.StringIO()
         self.sticky = False
         # The families, in help order; the session talks to the ones named here.
         self.running = RunningCommands(self)
@@ -68,7 +83,8 @@ class Session(StopView):
                                              self.history_commands, self.settings)
         # At a stop while dynamo compiles, these take the place of those of the same name.
         self.compile_commands = CompileStopCommands(self)
-        self.compile_stop: CompileStop | None = None
+        # The level of the compile stop looked at (the editor's selected frame); None: its innermost.
+        self.compile_level: SymbolicState | None = None
         self.printer = StopPrinter(self)
         self.color = False
         self.highlighter = Highlighter(False)
@@ -79,15 +95,19 @@ class Session(StopView):
         self.last_command = ""
         self._greeted = False
         self._resumed = False
-        self.stop: Stop | None = None
         self.frames: list[types.FrameType] = []
         self.selected = 0
+        # The compiled graph the stop's instruction calls (`graph` shows it), and
+        # the one the stop before called (this stop shows its outputs).
+        self.graph_call: GraphCall | None = None
+        self.graph_call_before: GraphCall | None = None
         self._locals: dict[int, dict] = {}
         self.past: PastView | None = None      # a recorded point in view (`back`)
         self._past_locals: tuple[int, dict] | None = None   # (seq, its locals)
         # (command name, word typed): raises CommandError to refuse it (an
         # editor's console refuses what moves the program).
         self.guard: Callable[[str, str], None] | None = None
+        self._errors: list[str] | None = None   # output_of: the errors given meanwhile
 
     def use_output(self, no_color: bool = False, terminal_io: tuple | None = None) -> None:
         """Colour and where commands come from, for `self.out` as it is now: a
@@ -133,12 +153,56 @@ class Session(StopView):
         self.write(render.instruction_trace_line(event, render.renamer(event.frame)))
 
     def error(self, text: str) -> None:
+        if self._errors is not None:
+            self._errors.append(text)
         self.write(f"*** {text}")
 
+    def output_of(self, action: Callable[[], None]) -> CommandOutput:
+        """Run `action` (commands, a stop's printing) with what it writes, and
+        the errors it gives, kept for the caller instead of written (the
+        editor's console shows them)."""
+        saved = self.out, self._errors
+        kept: list[str] = []
+        self.out, self._errors = io.StringIO(), kept
+        try:
+            action()
+            return CommandOutput(self.out.getvalue().rstrip("\n"), tuple(kept))
+        finally:
+            self.out, self._errors = saved
+
+    def run_line(self, line: str, guard: Callable[[str, str], None] | None = None
+                 ) -> CommandOutput:
+        """A line as the prompt takes it (`;;`, aliases), its output kept;
+        `guard(name, word)` raises CommandError to refuse a command."""
+        def run() -> None:
+            self.onecmd(line)
+            while self.pending:   # what followed `;;`, or an alias made of several
+                self.onecmd(self.pending.pop(0))
+        self.guard = guard
+        try:
+            return self.output_of(run)
+        finally:
+            self.guard = None
+
     # -- a stop -----------------------------------------------------------------------
+    @property
+    def stop(self) -> Stop | None:
+        """The stop in generated code the program is at: the engine holds it."""
+        return self.engine.held.generated
+
+    @property
+    def compile_stop(self) -> CompileStop | None:
+        """The compile stop the program is at (the engine holds it), at the
+        level looked at."""
+        stop = self.engine.held.compile
+        if stop is None or self.compile_level is None or self.compile_level is stop.state:
+            return stop
+        return stop._replace(state=self.compile_level)
+
     def enter(self, stop: Stop) -> None:
-        """Look at `stop` (the editor front end shares this): its frames, the innermost selected."""
-        self.stop = stop
+        """Look at `stop`, the one the engine holds (the editor front end
+        shares this): its frames, the innermost selected."""
+        self.graph_call_before, self.graph_call = self.graph_call, boundaries.graph_call_at(stop)
         self.frames = [f for f, _ in stop.frames] if stop.frames else \
             self._frame_list(stop.frame)
         self.selected = len(self.frames) - 1
@@ -160,10 +224,9 @@ class Session(StopView):
         self._command_loop()
 
     def interact_compile(self, stop: CompileStop) -> None:
-        """A stop while dynamo compiles (commands/compile_stops.py); the stop in
-        generated code being looked at, if any, is kept for after it."""
-        previous, self.compile_stop = self.compile_stop, stop
+        """A stop while dynamo compiles (commands/compile_stops.py)."""
         resumed, self._resumed = self._resumed, False
+        self.compile_level = None
         try:
             if not self._greeted:
                 self._greeted = True
@@ -172,7 +235,6 @@ class Session(StopView):
             self._interruptible(lambda: self.compile_commands.print_stop(stop))
             self._command_loop()
         finally:
-            self.compile_stop = previous
             self._resumed = resumed
 
     @property

@@ -9,37 +9,27 @@ from dyndbg.dynamo.compiles import why
 from dyndbg.engine.stop import Stop, StopReason
 from dyndbg.ui.text import boundaries, render
 from dyndbg.ui.commands.breakpoints import deleted_at_stop
+from dyndbg.ui.commands.host import Host
 from dyndbg.ui.text.values import exception_text
 
 if TYPE_CHECKING:
-    from dyndbg.engine.debugger import Engine
-    from dyndbg.engine.compile_stepping import CompileStop
     from dyndbg.ui.commands.breakpoints import BreakpointCommands
     from dyndbg.ui.commands.edits import CacheCommands
     from dyndbg.ui.commands.compiled import DynamoCommands
-    from dyndbg.ui.commands.host import PastView
     from dyndbg.ui.commands.looking import LookingCommands
-    from dyndbg.ui.text.style import Highlighter
+    from dyndbg.ui.text.boundaries import GraphCall
 
 
-class Printing(Protocol):
-    """What the printer reads of the session (ui/session.py)."""
+class Printing(Host, Protocol):
+    """What the printer reads of the session (ui/session.py): what the
+    command families read (Host), and the families it prints for."""
 
-    stop: Stop | None
-    compile_stop: CompileStop | None
-    past: PastView | None
-    engine: Engine
+    graph_call_before: GraphCall | None   # the graph the stop before called: its outputs
     out: TextIO
-    highlighter: Highlighter
-    sticky: bool
-    color: bool
     breaking: BreakpointCommands
     dynamo: DynamoCommands
     cache_commands: CacheCommands
     looking: LookingCommands
-
-    def write(self, text: str = "") -> None: ...
-    def show_displays(self) -> None: ...
 
 
 class StopPrinter:
@@ -80,10 +70,10 @@ class StopPrinter:
             origin = why.made_by(stop.entry, stop.frame.f_globals, session.engine.registry)
             if origin is not None and origin.reason is not None:
                 session.write(f"  made by the {origin.reason.one_line()} ('why' says more)")
-        if session.dynamo.graph_call is not None:
-            for line in boundaries.graph_outputs(session.dynamo.graph_call, stop):
+        if session.graph_call_before is not None:
+            for line in boundaries.graph_outputs(session.graph_call_before, stop):
                 session.write(line)
-        lines, session.dynamo.graph_call = boundaries.call_view(stop)
+        lines = boundaries.call_lines(stop)
         what = render.effect(stop)
         if what and not lines:
             # At an exception stop the instruction has already run (and failed).

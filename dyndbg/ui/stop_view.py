@@ -18,7 +18,7 @@ from dyndbg.ui.text.values import safe_repr
 
 if TYPE_CHECKING:
     from dyndbg.engine.debugger import Engine
-    from dyndbg.engine.compile_stepping import CompileStop
+    from dyndbg.engine.stop import CompileStop
 
 
 class StopView:
@@ -26,13 +26,19 @@ class StopView:
 
     out: TextIO
     engine: "Engine"
-    stop: Stop | None
-    compile_stop: CompileStop | None
     frames: list[types.FrameType]
     selected: int
     past: PastView | None
     _locals: dict[int, dict]
     _past_locals: tuple[int, dict] | None
+
+    @property
+    def stop(self) -> Stop | None:
+        raise NotImplementedError
+
+    @property
+    def compile_stop(self) -> CompileStop | None:
+        raise NotImplementedError
 
     def write(self, text: str = "") -> None:
         raise NotImplementedError

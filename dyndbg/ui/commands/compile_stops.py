@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from dyndbg.dynamo.symbolic import CompilePoint
 from dyndbg.dynamo.symbolic import SymbolicValue, is_variable_tracker
-from dyndbg.engine.compile_stepping import CompileStep, CompileStop
+from dyndbg.engine.compile_stepping import CompileStep
+from dyndbg.engine.stop import CompileStop
 from dyndbg.ui.commands.breakpoints import deleted_at_stop
 from dyndbg.ui.commands.host import Family, Host, commands_of, usage
+from dyndbg.ui.text import render
 from dyndbg.ui.text.parsing import CommandError
 from dyndbg.ui.text.values import safe_repr
 
@@ -90,7 +92,7 @@ class CompileStopCommands:
         caught = f" ({caught})" if caught else ""
         for line in deleted_at_stop(stop.breakpoints, self.host.engine.breakpoints):
             write(line)
-        event = compile_stop_event(stop, caught)
+        event = render.compile_stop_event(stop, caught)
         if event:
             write(f"{tag} {event}")
         if stop.reason is not None:
@@ -280,32 +282,6 @@ class CompileStopCommands:
             self.host.write(f"{mark} {line} {index:>4} {instr.opname:<24} {instr.argval}".rstrip())
 
     do_l = do_ll = do_dis = do_longlist = do_list
-
-
-def compile_stop_event(stop: CompileStop, caught: str = "") -> str:
-    """What happened at a stop that is not a plain instruction ("" at one):
-    the first line the prompt prints after the compile id, the editor's
-    stop description."""
-    state = stop.state
-    function = state.translators()[-1].function
-    if stop.point is CompilePoint.START:
-        return f"dynamo starts tracing {function}{caught}"
-    if stop.point is CompilePoint.GRAPH_BREAK:
-        return (f"graph break in {function}: dynamo compiles the graph so far "
-                f"({_nodes(state)})")
-    if stop.point is CompilePoint.RESTART:
-        return (f"restart ({stop.cause}): dynamo drops this attempt at tracing "
-                f"{state.root_function} and traces it again from its first instruction "
-                "(unless it has restarted too often)")
-    if stop.point is CompilePoint.RETURN:
-        return (f"return: dynamo reached the end of {function} and compiles its graph "
-                f"({_nodes(state)})")
-    return ""
-
-
-def _nodes(state: SymbolicState) -> str:
-    count = len(state.graph_nodes())
-    return f"{count} node{'s' if count != 1 else ''} as built, inputs included"
 
 
 def _value_line(value: SymbolicValue) -> str:

@@ -19,7 +19,6 @@ from dyndbg.ui.text.values import cut, summarize
 if TYPE_CHECKING:
     from dyndbg.dynamo.guards import GuardLine
     from dyndbg.dynamo.compiles import GeneratedCode
-    from dyndbg.ui.text.boundaries import GraphCall
 
 
 class DynamoCommands:
@@ -27,8 +26,6 @@ class DynamoCommands:
 
     def __init__(self, host: Host) -> None:
         self.host = host
-        # The graph call shown at the last stop: `graph` shows it, the next stop its outputs.
-        self.graph_call: GraphCall | None = None
 
     # -- graphs ----------------------------------------------------------------------
     def _find_graph(self, spec: str) -> tuple[str, object]:
@@ -36,7 +33,7 @@ class DynamoCommands:
         host = self.host
         frames = list(reversed(host.frames))
         if not spec:
-            call = self.graph_call
+            call = self.host.graph_call
             if call is not None and call.frame is host.stop.frame:  # type: ignore[union-attr]  # at a stop
                 return call.name, call.frame.f_globals.get(call.name)
             names = [n for n in host.frame.f_code.co_names if GRAPH_NAME.fullmatch(n)]
@@ -153,7 +150,7 @@ class DynamoCommands:
 
     def _graph_called_here(self) -> int | None:
         """The number of the graph called at the live stop's instruction, if any."""
-        stop, call = self.host.stop, self.graph_call
+        stop, call = self.host.stop, self.host.graph_call
         if stop is None or call is None or self.host.past is not None \
                 or call.frame is not stop.frame or call.index != stop.instr.index:
             return None

@@ -11,7 +11,8 @@ if TYPE_CHECKING:
     from dyndbg.engine.debugger import Engine
     from dyndbg.engine.recording.history import Record
     from dyndbg.engine.stop import Stop
-    from dyndbg.engine.compile_stepping import CompileStop
+    from dyndbg.engine.stop import CompileStop
+    from dyndbg.ui.text.boundaries import GraphCall
     from dyndbg.ui.text.style import Highlighter
 
 
@@ -52,12 +53,17 @@ def usage(command: Callable[[str], None]) -> str:
 
 
 class Host(Protocol):
-    # the stop being looked at, and the frame selected in it (`up`, `down`)
-    stop: Stop | None
+    # the stop the program is at (the engine holds it), and the frame selected in it (`up`, `down`)
+    @property
+    def stop(self) -> Stop | None: ...
+
     frames: list[types.FrameType]
     selected: int
+    graph_call: GraphCall | None   # the compiled graph the stop's instruction calls, if any
     past: PastView | None     # a recorded point in view (`back`): values come from it
-    compile_stop: CompileStop | None   # a stop while dynamo compiles (commands/compile_stops.py)
+
+    @property
+    def compile_stop(self) -> CompileStop | None: ...   # while dynamo compiles (commands/compile_stops.py)
 
     @property
     def compile_commands(self) -> Family: ...   # the commands at such a stop

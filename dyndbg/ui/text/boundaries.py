@@ -33,23 +33,32 @@ def _graph_name(function: object, frame: types.FrameType) -> str | None:
     return None
 
 
-def call_view(stop: Stop) -> tuple[list[str], GraphCall | None]:
-    """Lines describing the call at the current instruction, if it crosses a
-    graph boundary, and the graph call to remember for its outputs."""
+def graph_call_at(stop: Stop) -> GraphCall | None:
+    """The compiled graph the instruction at the stop calls, if it calls one."""
     if stop.stack is None or stop.exception is not None:
-        return [], None
+        return None
+    site = call_site(stop.instr.opname, stop.instr.arg, stop.stack)
+    name = _graph_name(site.function, stop.frame) if site is not None else None
+    return GraphCall(stop.frame, stop.instr.index, name) if name is not None else None
+
+
+def call_lines(stop: Stop) -> list[str]:
+    """Lines describing the call at the current instruction, if it crosses a
+    graph boundary: a graph's inputs, or a resume function's and the break."""
+    if stop.stack is None or stop.exception is not None:
+        return []
     site = call_site(stop.instr.opname, stop.instr.arg, stop.stack)
     if site is None:
-        return [], None
+        return []
     name = _graph_name(site.function, stop.frame)
     if name is not None:
-        return _graph_inputs(stop, name, site), GraphCall(stop.frame, stop.instr.index, name)
+        return _graph_inputs(stop, name, site)
     code = getattr(site.function, "__code__", None)
     if code is not None and is_resume_name(code.co_name):
         reason = break_at(stop)
         breaks = why.break_lines(reason) if reason is not None else []
-        return [*breaks, *_resume_inputs(code, site)], None
-    return [], None
+        return [*breaks, *_resume_inputs(code, site)]
+    return []
 
 
 def break_at(stop: Stop) -> BreakReason | None:

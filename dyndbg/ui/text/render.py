@@ -3,14 +3,18 @@ from __future__ import annotations
 
 import os
 import types
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from dyndbg.cpython import call_site, returned_value
 from dyndbg.dynamo.names import readable
 from dyndbg.engine.codeinfo import CodeInfo, Instr
-from dyndbg.engine.stop import Stop, InstructionTraceEvent, InstructionTraceKind
+from dyndbg.dynamo.symbolic import CompilePoint
+from dyndbg.engine.stop import CompileStop, InstructionTraceEvent, InstructionTraceKind, Stop
 from dyndbg.engine.threads import thread_name
 from dyndbg.ui.text.values import cut, summarize, type_name
+
+if TYPE_CHECKING:
+    from dyndbg.dynamo.symbolic import SymbolicState
 
 
 def short_path(filename: str) -> str:
@@ -171,3 +175,29 @@ def _line_at(code: types.CodeType, offset: int) -> int | None:
         if start <= offset < end:
             return line
     return None
+
+
+def compile_stop_event(stop: CompileStop, caught: str = "") -> str:
+    """What happened at a stop that is not a plain instruction ("" at one):
+    the first line the prompt prints after the compile id, the editor's
+    stop description."""
+    state = stop.state
+    function = state.translators()[-1].function
+    if stop.point is CompilePoint.START:
+        return f"dynamo starts tracing {function}{caught}"
+    if stop.point is CompilePoint.GRAPH_BREAK:
+        return (f"graph break in {function}: dynamo compiles the graph so far "
+                f"({_nodes(state)})")
+    if stop.point is CompilePoint.RESTART:
+        return (f"restart ({stop.cause}): dynamo drops this attempt at tracing "
+                f"{state.root_function} and traces it again from its first instruction "
+                "(unless it has restarted too often)")
+    if stop.point is CompilePoint.RETURN:
+        return (f"return: dynamo reached the end of {function} and compiles its graph "
+                f"({_nodes(state)})")
+    return ""
+
+
+def _nodes(state: SymbolicState) -> str:
+    count = len(state.graph_nodes())
+    return f"{count} node{'s' if count != 1 else ''} as built, inputs included"
