@@ -27,15 +27,13 @@ import types
 from typing import Callable, NamedTuple
 
 from dyndbg.dynamo import hooks
-from dyndbg.dynamo.compiles import context as compile_context, why as _why
-from dyndbg.dynamo.guards import live_entries, tree as guard_walk
-from dyndbg.dynamo.edits import patching
-from dyndbg.dynamo.compiles import BreakReason
+from dyndbg.dynamo.compiles import (BreakReason, GeneratedCode, RecompileReason, Registry,
+                                    context as compile_context, why as _why)
+from dyndbg.dynamo.edits import EDITS, Edit, patching
 from dyndbg.dynamo.errors import CacheError
-from dyndbg.dynamo.edits import EDITS, Edit
-from dyndbg.dynamo.graphs import Bisection, GraphRun, NodeValues, captured, graph_bisect, graph_capture, graph_run, graph_values
-from dyndbg.dynamo.compiles import RecompileReason
-from dyndbg.dynamo.compiles import GeneratedCode, Registry
+from dyndbg.dynamo.graphs import (Bisection, GraphRun, NodeValues, captured, graph_bisect,
+                                  graph_capture, graph_run, graph_values)
+from dyndbg.dynamo.guards import live_entries, tree as guard_walk
 
 __all__ = ["CacheError", "Edit", "EntryView", "EntryWhy", "GraphRun", "GuardView", "entries",
            "code", "guards", "why", "check", "evict", "evict_all", "force", "add_guard",

@@ -15,4 +15,5 @@ from dyndbg.dynamo.compiles.registry import GeneratedCode, Registry
 from dyndbg.dynamo.compiles.skips import FrameSkip
 from dyndbg.dynamo.compiles.context import guard_kind, place_of, program_frame
 
-__all__ = ["BreakReason", "CompileLog", "FrameSkip", "GeneratedCode", "GiveUp", "RecompileReason", "Registry", "current_compile_id", "guard_kind", "place_of", "program_frame"]
+__all__ = ["BreakReason", "CompileLog", "FrameSkip", "GeneratedCode", "GiveUp", "RecompileReason",
+           "Registry", "current_compile_id", "guard_kind", "place_of", "program_frame"]

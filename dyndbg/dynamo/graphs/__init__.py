@@ -7,9 +7,12 @@
 - node_values, bisect, repro: each node's value eagerly, the first that differs, a script for it
 """
 from dyndbg.dynamo.graphs.bisect import Bisection
-from dyndbg.dynamo.graphs.checks import DEFAULT_TOLERANCE, GraphRun, NodeValues, captured, graph_bisect, graph_capture, graph_run, graph_values
+from dyndbg.dynamo.graphs.checks import (DEFAULT_TOLERANCE, GraphRun, NodeValues, captured,
+                                         graph_bisect, graph_capture, graph_run, graph_values)
 from dyndbg.dynamo.graphs.lookup import GraphInfo, graph_info
 from dyndbg.dynamo.graphs.views import GraphViews, View, graph_views
 from dyndbg.dynamo.graphs.node_values import verdict_line
 
-__all__ = ["Bisection", "DEFAULT_TOLERANCE", "GraphInfo", "GraphRun", "GraphViews", "NodeValues", "View", "captured", "graph_bisect", "graph_capture", "graph_info", "graph_run", "graph_values", "graph_views", "verdict_line"]
+__all__ = ["Bisection", "DEFAULT_TOLERANCE", "GraphInfo", "GraphRun", "GraphViews", "NodeValues",
+           "View", "captured", "graph_bisect", "graph_capture", "graph_info", "graph_run",
+           "graph_values", "graph_views", "verdict_line"]

@@ -9,4 +9,5 @@ from dyndbg.dynamo.guards.entries import EntryExplanation, cache_entries, explai
 from dyndbg.dynamo.guards.live_entries import LiveEntry
 from dyndbg.dynamo.guards.tree import GuardLine, installed_at, split_part
 
-__all__ = ["EntryExplanation", "GuardLine", "LiveEntry", "cache_entries", "explain_entry", "guard_tree", "installed_at", "split_part"]
+__all__ = ["EntryExplanation", "GuardLine", "LiveEntry", "cache_entries", "explain_entry",
+           "guard_tree", "installed_at", "split_part"]

@@ -8,4 +8,5 @@ from dyndbg.dynamo.symbolic.hooks import CompileStopHooks
 from dyndbg.dynamo.symbolic.state import SymbolicState, CompilePoint, compile_id
 from dyndbg.dynamo.symbolic.values import SymbolicValue, is_variable_tracker
 
-__all__ = ["SymbolicState", "SymbolicValue", "CompileStopHooks", "CompilePoint", "compile_id", "is_variable_tracker"]
+__all__ = ["SymbolicState", "SymbolicValue", "CompileStopHooks", "CompilePoint", "compile_id",
+           "is_variable_tracker"]
