@@ -18,6 +18,7 @@ dynamo compiles matching code.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import sys
 import types
@@ -197,13 +198,22 @@ def main_module_name() -> str | None:
     return name if sys.modules.get(name) is None else None
 
 
+@functools.lru_cache(maxsize=None)
+def _real(path: str) -> str:
+    """A file's real path, found once: a name breakpoint is matched against the
+    code of every compile, and each match reads the file of every loaded
+    module (thousands with torch; resolving them all again was a fifth of a
+    compile under `b *`)."""
+    return os.path.realpath(path)
+
+
 def module_names_of(filename: str) -> list[str]:
     """The names of the loaded modules whose file is `filename` (`__main__` for
     the script), and the script's also by its name as a module (main_module_name)."""
-    real = os.path.realpath(filename)
+    real = _real(filename)
     names = [name for name, module in list(sys.modules.items())
              if isinstance(path := getattr(module, "__file__", None), str)
-             and os.path.realpath(path) == real]
+             and _real(path) == real]
     alias = main_module_name() if "__main__" in names else None
     return names + [alias] if alias is not None else names
 
@@ -226,7 +236,9 @@ class FunctionTarget(Target):
     def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
         if entry.kind != "transformed" or entry.is_resume:
             return set()
-        if not any(fnmatch.fnmatchcase(n, self.pattern) for n in self.names_for(entry)):
+        # The plain names first: the module-qualified ones need the modules' files.
+        if not any(fnmatch.fnmatchcase(n, self.pattern) for n in (entry.function, entry.qualname)) \
+                and not any(fnmatch.fnmatchcase(n, self.pattern) for n in self.names_for(entry)):
             return set()
         offset = entry_offset(info)
         return set() if offset is None else {offset}

@@ -6,7 +6,7 @@ import time
 
 import torch
 
-PAUSE = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
+PAUSE = float(sys.argv[1]) if len(sys.argv) > 1 else 1.5
 
 
 @torch.compile(backend="eager")
