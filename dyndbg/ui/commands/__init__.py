@@ -2,13 +2,13 @@
 their help (pdb's habit); each family talks to the session through
 host.Host, never to the session itself.
 
-- running: step, next, return, continue, jump, until (what moves the program)
-- looking: stack, locals, p, list, where, display (what looks without running)
-- breakpoints: break, tbreak, catch, condition, commands, clear, disable, enable
-- compiled: what dynamo made: graph, guards, cache, why (graph_listing and
+- running: step, next, nextline, stepline, return, until, continue, quit
+- looking: stack, locals, globals, p, pp, display, where, up, down, list, source
+- breakpoints: break, tbreak, catch, condition, ignore, clear, disable, enable, info
+- compiled: what dynamo made: graph, guards, why, cache (graph_listing and
   graph_checks hold `graph`'s sub-commands)
-- edits: edits of dynamo's cache: evict, force, guard, patch, run, undo
-- history: the recorded history: record, back, forward
-- settings: the session itself: alias, sticky, set, trace, help
+- edits: edits of dynamo's cache: evict, force, guard, patch, run, edits, undo, keep
+- history: the recorded history: record, back, forward, present, history
+- settings: the session itself: alias, unalias, sticky, set, trace, help
 - compile_stops: the commands at a stop while dynamo compiles
 """
