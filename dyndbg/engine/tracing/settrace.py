@@ -35,7 +35,7 @@ from dyndbg.engine.breakpoints import ArmingPlan
 from dyndbg.engine.modes import TraceLevel
 from dyndbg.engine.tracing.compiled_filters import CompiledFilters, FrameStart, PythonTraces
 from dyndbg.engine.threads import ENGINE_LOCK, in_main_thread
-from dyndbg.engine.tracing.tracer import EventSink, MechanismBase
+from dyndbg.engine.tracing.tracer import EventSink, GraphEvents, MechanismBase
 from dyndbg.faults import FAULTS_ON
 
 
@@ -65,6 +65,9 @@ class SettraceTracer(MechanismBase):
         self._tracers: dict[int, tuple] = {}           # id(code) -> (ArmingPlan, line tracer)
         self._cache_version: object = None             # the policy's version of both
         self._line_tracer_shielded = False
+        # id(code) -> who is told: compiled graphs' code being stepped into
+        # (engine/graph_stepping.py); empty but while one is entered.
+        self._graph_codes: dict[int, GraphEvents] = {}
         # id(code) -> how its frames start: the frame starts the compiled core
         # makes by itself (CompiledFilters.leave_starts).
         self._starts: dict[int, FrameStart] = {}
@@ -82,6 +85,7 @@ class SettraceTracer(MechanismBase):
         prepare_settrace()
         self.hooks.shield(self._global_trace, self._local_trace, self._callee_trace,
                           self._new_thread_trace, self._fail, self._release,
+                          self._graph_start, self._graph_trace,
                           # called from the compiled filters
                           type(self.policy).version.fget,  # type: ignore[attr-defined]  # a property's getter
                           self.sink.on_idle)
@@ -150,6 +154,19 @@ class SettraceTracer(MechanismBase):
 
     def keep(self, frame: types.FrameType) -> None:
         pass  # a frame that stops is traced: its return event comes
+
+    def watch_graph(self, code: types.CodeType, events: GraphEvents) -> bool:
+        """The Python core only: the compiled core's call filter answers in C
+        every call of code that is not generated (it would need this table
+        too, _call_filter.c)."""
+        if self._filters is not None:
+            return False
+        self._graph_codes[id(code)] = events
+        self._install()
+        return True
+
+    def unwatch_graph(self, code: types.CodeType) -> None:
+        self._graph_codes.pop(id(code), None)
 
     def step_into(self, frames: list[types.FrameType]) -> None:
         for frame in frames:    # this thread's (set_trace, Ctrl-C in the main thread)
@@ -260,6 +277,8 @@ class SettraceTracer(MechanismBase):
         if event != "call":
             return None
         code = frame.f_code
+        if self._graph_codes and id(code) in self._graph_codes:
+            return self._graph_start(frame)
         # The hot path: most calls made while a generated frame runs are not generated.
         if id(code) not in self._generated and not code.co_name.startswith(RESUME_PREFIXES) \
                 and not (self.hooks.interrupt_pending and in_main_thread()):
@@ -299,6 +318,37 @@ class SettraceTracer(MechanismBase):
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
             return None
+
+    def _graph_start(self, frame: types.FrameType):
+        """A watched graph's frame starts: its line events go to the graph
+        stepper (engine/graph_stepping.py), each before its FX node runs."""
+        try:
+            with ENGINE_LOCK:
+                events = self._graph_codes.get(id(frame.f_code))
+                if events is None or not events.on_graph_start(frame):
+                    return None
+                frame.f_trace_lines = True
+                frame.f_trace_opcodes = False
+                return self._graph_trace
+        except BaseException as error:  # noqa: BLE001
+            self._fail(error)
+            return None
+
+    def _graph_trace(self, frame: types.FrameType, event: str, arg: object) -> None:
+        """The local trace of a graph's frame being stepped."""
+        try:
+            with ENGINE_LOCK:
+                events = self._graph_codes.get(id(frame.f_code))
+                if events is None:
+                    frame.f_trace_lines = False
+                    return
+                if event == "line":
+                    self.events["graph line"] += 1
+                    events.on_graph_line(frame)
+                elif event == "return":
+                    events.on_graph_return(frame)
+        except BaseException as error:  # noqa: BLE001
+            self._fail(error)
 
     def _callee_trace(self, frame: types.FrameType, event: str, arg: object) -> None:
         """--post-mortem: the local trace of a function called by generated code."""
