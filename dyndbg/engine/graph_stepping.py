@@ -68,7 +68,7 @@ class GraphStepper:
     def on_graph_start(self, frame: types.FrameType) -> bool:
         """The graph's code starts: the frame stepped into if called, through
         torch's wrappers, from the generated frame that was at the call."""
-        if self.graph is None or self.frame is not None:
+        if self.graph is None or self.frame is not None or not self.graph.is_frame(frame):
             return False
         back = frame.f_back
         while back is not None and back is not self.caller:
@@ -76,6 +76,7 @@ class GraphStepper:
         if back is None:
             return False   # the same graph called from elsewhere (another thread)
         self.frame = frame
+        self.graph.code = frame.f_code   # for a lazy GraphModule, made as it started
         return True
 
     def on_graph_line(self, frame: types.FrameType) -> None:

@@ -110,8 +110,8 @@ class GraphStop:
 
     @property
     def tag(self) -> str:
-        """What its location line starts with: `[graph 1 forward]`."""
-        return f"[graph {self.graph.number} {self.graph.part}]"
+        """What its location line starts with: `[graph 1 eager forward]`."""
+        return f"[graph {self.graph.number} {self.graph.backend} {self.graph.part}]"
 
 
 AnyStop = Union[Stop, CompileStop, GraphStop]

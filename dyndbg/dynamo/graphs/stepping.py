@@ -38,8 +38,11 @@ class GraphCode:
     name: str                 # the `__compiled_fn_*` global
     number: int               # graph N, as `graph N` says it
     part: str                 # "forward" (the backward is not stepped yet)
+    backend: str              # the backend's name, "unknown" where not known
     gm: object = field(repr=False)           # the torch.fx.GraphModule whose code runs
-    code: types.CodeType = field(repr=False)  # its forward's code object
+    # its forward's code object; None where torch makes it at the graph's
+    # first call (a _LazyGraphModule not run yet: AOT's graphs)
+    code: types.CodeType | None = field(repr=False)
     nodes: list = field(default_factory=list, repr=False)
 
     def node_at(self, lineno: int | None) -> object | None:
@@ -55,6 +58,16 @@ class GraphCode:
         if not isinstance(index, int) or not 0 <= index < len(self.nodes):
             return None
         return self.nodes[index]
+
+    def is_frame(self, frame: types.FrameType) -> bool:
+        """Whether `frame` runs this graph's code: its code object, or, before
+        torch has made it, its GraphModule's generated forward (`self` is the
+        GraphModule; FX names the code `<eval_with_key>.N`)."""
+        code = frame.f_code
+        if self.code is not None:
+            return code is self.code
+        return code.co_name == "forward" and code.co_filename.startswith("<eval_with_key>") \
+            and frame.f_locals.get("self") is self.gm
 
     def stepped(self, node: object) -> bool:
         """Whether the stepper stops before this node."""
@@ -98,6 +111,7 @@ def runnable_graph(name: str, value: object, backend: str | None) -> GraphCode:
     if number is None or not callable(value):
         raise NoWayIn(f"{name} is not a compiled graph")
     label = f"graph {number}"
+    runs: tuple[object, types.CodeType | None] | None
     try:
         runs = _eager_forward(value)
         if runs is None:
@@ -108,7 +122,7 @@ def runnable_graph(name: str, value: object, backend: str | None) -> GraphCode:
     if runs is None:
         raise NoWayIn(f"{label}'s backend ({backend or 'unknown'}) gives no way in; stepping over")
     gm, code = runs
-    return GraphCode(name, number, "forward", gm, code, list(gm.graph.nodes))  # type: ignore[attr-defined]  # a torch.fx.GraphModule
+    return GraphCode(name, number, "forward", backend or "unknown", gm, code, list(gm.graph.nodes))  # type: ignore[attr-defined]  # a torch.fx.GraphModule
 
 
 def _is_graph_module(obj: object) -> bool:
@@ -124,7 +138,7 @@ def _eager_forward(value: object) -> tuple[object, types.CodeType] | None:
     return None
 
 
-def _aot_forward(name: str, value: object) -> tuple[object, types.CodeType] | None:
+def _aot_forward(name: str, value: object) -> tuple[object, types.CodeType | None] | None:
     """AOT's forward GraphModule, behind `CompiledFunction.compiled_fw`
     (`boxed_nop.<locals>.run`'s `fx_g` cell) or, under no_grad, behind
     `_inner_compiled_fn`. Found by a bounded walk along the wrappers."""
@@ -142,7 +156,7 @@ def _aot_forward(name: str, value: object) -> tuple[object, types.CodeType] | No
             cell = obj.__closure__[obj.__code__.co_freevars.index("fx_g")]  # type: ignore[index]  # fx_g is a free variable: a closure
             gm = cell.cell_contents
             if _is_graph_module(gm) and gm is not graph_module(name, value):
-                return gm, type(gm).forward.__code__
+                return gm, None   # lazy: its code is made at its first call
         if isinstance(obj, type):
             # only the forward: compiled_bw is the backward (not stepped yet)
             fw = vars(obj).get("compiled_fw")
@@ -182,6 +196,8 @@ def target_text(target: object) -> str:
     """`torch.relu`, `operator.mul`, `sum` (a method), as FX would name it."""
     if isinstance(target, str):
         return target
+    if type(target).__name__ in ("OpOverload", "OpOverloadPacket"):
+        return f"torch.ops.{target}"           # torch.ops.aten.addmm.default
     owner = getattr(target, "__self__", None)
     if isinstance(owner, type) and owner.__name__ == "_VariableFunctionsClass":
         return f"torch.{getattr(target, '__name__', target)}"   # torch.relu and the like

@@ -67,7 +67,8 @@ class SettraceTracer(MechanismBase):
         self._line_tracer_shielded = False
         # id(code) -> who is told: compiled graphs' code being stepped into
         # (engine/graph_stepping.py); empty but while one is entered.
-        self._graph_codes: dict[int, GraphEvents] = {}
+        # (key None: any call is offered, the graph's code is not made yet)
+        self._graph_codes: dict[int | None, GraphEvents] = {}
         # id(code) -> how its frames start: the frame starts the compiled core
         # makes by itself (CompiledFilters.leave_starts).
         self._starts: dict[int, FrameStart] = {}
@@ -155,18 +156,18 @@ class SettraceTracer(MechanismBase):
     def keep(self, frame: types.FrameType) -> None:
         pass  # a frame that stops is traced: its return event comes
 
-    def watch_graph(self, code: types.CodeType, events: GraphEvents) -> bool:
+    def watch_graph(self, code: types.CodeType | None, events: GraphEvents) -> bool:
         """The Python core only: the compiled core's call filter answers in C
         every call of code that is not generated (it would need this table
         too, _call_filter.c)."""
         if self._filters is not None:
             return False
-        self._graph_codes[id(code)] = events
+        self._graph_codes[None if code is None else id(code)] = events
         self._install()
         return True
 
-    def unwatch_graph(self, code: types.CodeType) -> None:
-        self._graph_codes.pop(id(code), None)
+    def unwatch_graph(self, code: types.CodeType | None) -> None:
+        self._graph_codes.pop(None if code is None else id(code), None)
 
     def step_into(self, frames: list[types.FrameType]) -> None:
         for frame in frames:    # this thread's (set_trace, Ctrl-C in the main thread)
@@ -277,8 +278,11 @@ class SettraceTracer(MechanismBase):
         if event != "call":
             return None
         code = frame.f_code
-        if self._graph_codes and id(code) in self._graph_codes:
-            return self._graph_start(frame)
+        graphs = self._graph_codes
+        if graphs and (id(code) in graphs or None in graphs):
+            traced = self._graph_start(frame)
+            if traced is not None:
+                return traced
         # The hot path: most calls made while a generated frame runs are not generated.
         if id(code) not in self._generated and not code.co_name.startswith(RESUME_PREFIXES) \
                 and not (self.hooks.interrupt_pending and in_main_thread()):
@@ -324,9 +328,12 @@ class SettraceTracer(MechanismBase):
         stepper (engine/graph_stepping.py), each before its FX node runs."""
         try:
             with ENGINE_LOCK:
-                events = self._graph_codes.get(id(frame.f_code))
+                graphs = self._graph_codes
+                events = graphs.get(id(frame.f_code)) or graphs.get(None)
                 if events is None or not events.on_graph_start(frame):
                     return None
+                if None in graphs:   # its code, made as it started, from now on
+                    graphs[id(frame.f_code)] = graphs.pop(None)
                 frame.f_trace_lines = True
                 frame.f_trace_opcodes = False
                 return self._graph_trace
@@ -338,7 +345,8 @@ class SettraceTracer(MechanismBase):
         """The local trace of a graph's frame being stepped."""
         try:
             with ENGINE_LOCK:
-                events = self._graph_codes.get(id(frame.f_code))
+                graphs = self._graph_codes
+                events = graphs.get(id(frame.f_code)) or graphs.get(None)
                 if events is None:
                     frame.f_trace_lines = False
                     return

@@ -78,11 +78,12 @@ class Tracer(Protocol):
         when the frame returns."""
     def step_into(self, frames: list[types.FrameType]) -> None:
         """Stop at the next instruction of these live generated frames (step mode is set)."""
-    def watch_graph(self, code: types.CodeType, events: GraphEvents) -> bool:
+    def watch_graph(self, code: types.CodeType | None, events: GraphEvents) -> bool:
         """Deliver the start, line events and return of `code`'s next frame (a
-        compiled graph's code, not generated code) to `events`; False where this
-        mechanism (or core) cannot."""
-    def unwatch_graph(self, code: types.CodeType) -> None: ...
+        compiled graph's code, not generated code) to `events`; code None: any
+        call is offered to events.on_graph_start (the code is made as the graph
+        starts). False where this mechanism (or core) cannot."""
+    def unwatch_graph(self, code: types.CodeType | None) -> None: ...
     def suspend(self) -> None:
         """Dynamo starts compiling: nothing of dyndbg runs under it."""
     def resume(self) -> None: ...
