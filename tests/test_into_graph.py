@@ -169,3 +169,27 @@ def test_compiled_core_says_it_steps_over(tmp_path: Path, account: Account) -> N
     assert len(notes) == 1 and notes[0].endswith("core c); stepping over"), run.transcript[-3000:]
     assert not any(HEAD.match(line) for line in run.transcript.splitlines())
     assert account.result in run.stdout
+
+
+def test_aot_eager_forward_steps_at_torchs_lines_then_r_returns(tmp_path: Path) -> None:
+    """aot_eager: AOT's forward graph (aten nodes) is the one stepped; each
+    stop's user line is one of the lines of torch's account of the graph,
+    and `r` runs the rest of it to the instruction after the call."""
+    account = Account(run_plain(PROGRAM, "aot_eager"))
+    places = {(os.path.basename(path), number) for _, _, path, number in account.stepped}
+    run = run_dyndbg([PROGRAM, "aot_eager"], ["b __compiled_fn_*", "c", "s", "s", "s", "r", "c"],
+                     tmp_path, env=PYTHON_CORE)
+    no_traceback(run)
+    segments = _segments(run.transcript)
+    heads = [lines for command, lines in segments if command == "s"
+             and lines and HEAD.match(lines[0])]
+    assert len(heads) == 3, run.transcript[-3000:]
+    for lines in heads:
+        match = HEAD.match(lines[0])
+        assert match is not None and match[2] == "aot_eager"
+        assert match[6].startswith("call_function torch.ops.aten."), lines[0]
+        place = re.match(r"at (\S+):(\d+): ", lines[1].strip())
+        assert place is not None and (place[1], int(place[2])) in places, lines[1]
+    returned = next(lines for command, lines in segments if command == "r")
+    assert returned[0].startswith("> forward ["), returned
+    assert account.result in run.stdout

@@ -198,9 +198,9 @@ def target_text(target: object) -> str:
         return target
     if type(target).__name__ in ("OpOverload", "OpOverloadPacket"):
         return f"torch.ops.{target}"           # torch.ops.aten.addmm.default
-    owner = getattr(target, "__self__", None)
-    if isinstance(owner, type) and owner.__name__ == "_VariableFunctionsClass":
-        return f"torch.{getattr(target, '__name__', target)}"   # torch.relu and the like
+    qualname = getattr(target, "__qualname__", "")
+    if isinstance(qualname, str) and qualname.startswith("_VariableFunctionsClass."):
+        return f"torch.{qualname.rpartition('.')[2]}"   # torch.relu and the like
     module = getattr(target, "__module__", None) or ""
     qualname = getattr(target, "__qualname__", None) or getattr(target, "__name__", None)
     if qualname is None:
