@@ -24,6 +24,7 @@ from transcript import no_traceback
 
 PROGRAM = ROOT / "tests" / "programs" / "into_graph.py"
 PYTHON_CORE = {"DYNDBG_CORE": "python", "DYNDBG_TRACER": "settrace"}
+CORES = ["python", "c"]
 HEAD = re.compile(r"^\[graph (\d+) (\S+) forward\] node (\d+)/(\d+) (\S+): (.*)$")
 GRAPH_PROMPT = "(dyndbg graph) "
 PROMPT = "(dyndbg) "
@@ -89,8 +90,9 @@ def account() -> Account:
     return Account(run_plain(PROGRAM, "eager"))
 
 
-@pytest.fixture(scope="module")
-def stepped(tmp_path_factory: pytest.TempPathFactory, account: Account) -> tuple[Run, list]:
+@pytest.fixture(scope="module", params=CORES)
+def stepped(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+            account: Account) -> tuple[Run, list]:
     names = [n[0] for n in account.stepped]
     assert names, account.nodes
     commands = ["b __compiled_fn_*", "c", "s"]
@@ -98,8 +100,10 @@ def stepped(tmp_path_factory: pytest.TempPathFactory, account: Account) -> tuple
         commands += ["s", f"p {name}"]
     commands += ["locals", "s", "c"]
     run = run_dyndbg([PROGRAM, "eager"], commands, tmp_path_factory.mktemp("into_graph"),
-                     env=PYTHON_CORE)
+                     env={"DYNDBG_CORE": request.param, "DYNDBG_TRACER": "settrace"})
     no_traceback(run)
+    if request.param == "c" and "compiled core" in run.transcript:
+        pytest.skip("the compiled core is not built here")
     assert run.returncode == 0, run.stderr[-3000:]
     return run, _segments(run.transcript)
 
@@ -158,17 +162,29 @@ def test_after_the_graph_the_next_stop_is_after_the_call(stepped, account: Accou
     assert account.result in run.stdout            # the same result as the plain run
 
 
-def test_compiled_core_says_it_steps_over(tmp_path: Path, account: Account) -> None:
-    """Where the mechanism cannot watch the graph's code: one line, and a step over it."""
-    env = {"DYNDBG_CORE": "c", "DYNDBG_TRACER": "settrace"}
-    run = run_dyndbg([PROGRAM, "eager"], ["b __compiled_fn_*", "c", "s", "c"], tmp_path, env=env)
+def test_a_backend_with_no_way_in_is_stepped_over_in_one_line(tmp_path: Path) -> None:
+    """tests/programs/rewriting_backends.py: f's backend rewrites the graph
+    (tanh becomes sigmoid) and returns gm.forward: the graph stepped is the
+    one that runs, sigmoid; g's backend returns a function of its own: one
+    line, and the step goes over the call."""
+    program = ROOT / "tests" / "programs" / "rewriting_backends.py"
+    plain = run_plain(program)
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    commands = ["b __compiled_fn_*", "c", "s", "s", "s", "s", "c", "s", "c"]
+    run = run_dyndbg(program, commands, tmp_path, env=PYTHON_CORE)
     no_traceback(run)
-    notes = [line for line in run.transcript.splitlines() if "stepping into a graph needs" in line]
-    if not notes and "compiled core" in run.transcript:
-        pytest.skip("the compiled core is not built here")
-    assert len(notes) == 1 and notes[0].endswith("core c); stepping over"), run.transcript[-3000:]
-    assert not any(HEAD.match(line) for line in run.transcript.splitlines())
-    assert account.result in run.stdout
+    heads = [line for line in run.transcript.splitlines() if HEAD.match(line)]
+    assert len(heads) == 4 and all(h.startswith("[graph 1 tanh_to_sigmoid forward]") for h in heads), heads
+    assert any(h.endswith(" torch.sigmoid") for h in heads) and \
+        not any("tanh" in h.split(": ", 1)[1] for h in heads), heads
+    notes = [line for line in run.transcript.splitlines() if "gives no way in" in line]
+    assert notes == ["dyndbg: graph 3's backend (wrapped_call) gives no way in; stepping over"], \
+        run.transcript[-3000:]
+    after = _segments(run.transcript)[-2]
+    assert after[0] == "s" and after[1][1].startswith("> g ["), after
+    for line in plain.stdout.splitlines():
+        if line.startswith(("f:", "g:")):
+            assert line in run.stdout
 
 
 def test_aot_eager_forward_steps_at_torchs_lines_then_r_returns(tmp_path: Path) -> None:

@@ -209,9 +209,9 @@ class Engine:
             return str(why)
         self.set_step(1)
         if not self.graph_steps.enter(graph, frame):
-            return (f"graph {graph.number}: stepping into a graph needs sys.settrace on the "
-                    f"Python core for now (DYNDBG_CORE=python; this is {self.tracer.name}, "
-                    f"core {cores.core()}); stepping over")
+            return (f"graph {graph.number}: stepping into a graph needs the settrace mechanism "
+                    f"for now (DYNDBG_TRACER=settrace; this is {self.tracer.name}); "
+                    "stepping over")
         return ""
 
     def set_next(self, frame: types.FrameType, count: int = 1) -> None:

@@ -157,17 +157,24 @@ class SettraceTracer(MechanismBase):
         pass  # a frame that stops is traced: its return event comes
 
     def watch_graph(self, code: types.CodeType | None, events: GraphEvents) -> bool:
-        """The Python core only: the compiled core's call filter answers in C
-        every call of code that is not generated (it would need this table
-        too, _call_filter.c)."""
-        if self._filters is not None:
-            return False
+        """In this thread. The compiled core's call filter answers in C every
+        call of code that is not generated, so while a graph is watched the
+        Python trace function is installed in front instead (what the filter
+        hands its slow path to anyway); the filter would need this table
+        (_call_filter.c) to stay in front."""
         self._graph_codes[None if code is None else id(code)] = events
         self._install()
+        thread = self._thread
+        if self._filters is not None and thread.installed and not thread.suspended:
+            sys.settrace(self._global_trace)
         return True
 
     def unwatch_graph(self, code: types.CodeType | None) -> None:
         self._graph_codes.pop(None if code is None else id(code), None)
+        thread = self._thread
+        if self._filters is not None and not self._graph_codes and thread.installed \
+                and not thread.suspended and sys.gettrace() == self._global_trace:
+            sys.settrace(self._installed_trace)
 
     def step_into(self, frames: list[types.FrameType]) -> None:
         for frame in frames:    # this thread's (set_trace, Ctrl-C in the main thread)
@@ -183,7 +190,7 @@ class SettraceTracer(MechanismBase):
         """Dynamo compiles in this thread (the others run on, traced)."""
         thread = self._thread
         thread.suspended += 1
-        if thread.installed and sys.gettrace() == self._installed_trace:
+        if thread.installed and sys.gettrace() in (self._installed_trace, self._global_trace):
             sys.settrace(None)
 
     def resume(self) -> None:
