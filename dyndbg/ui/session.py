@@ -31,7 +31,7 @@ from dyndbg.ui.commands.compile_stops import PROMPT, CompileStopCommands
 from dyndbg.ui.commands.graph_stops import PROMPT as GRAPH_PROMPT, GraphStopCommands
 
 # Commands that would run the program: post mortem, c and q end the session, the rest refuse.
-RUNNING_COMMANDS = {"step", "next", "nextline", "stepline", "return", "until", "continue",
+RUNNING_COMMANDS = {"step", "stepi", "next", "nextline", "stepline", "return", "until", "continue",
                     "quit"}
 # pdb's `?` for help: a name no `do_` method can have.
 SPELLINGS = {"?": "help"}
