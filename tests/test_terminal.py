@@ -467,7 +467,7 @@ def test_pty_session_completion_colour_toolbar_stack(tmp_path: Path) -> None:
     term.expect(r"hit 1")
     call = int(term.expect(r"instr (\d+)/").group(1))   # graph 2's call: its index varies
     term.expect(Terminal.READY)
-    term.keys("s\r")
+    term.keys("si\r")   # one instruction: over the graph's call (s would enter the graph)
     term.expect(rf"instr {call + 1}/")
     term.expect(Terminal.READY)
     term.keys("stack\r")
@@ -493,7 +493,7 @@ def test_pty_session_completion_colour_toolbar_stack(tmp_path: Path) -> None:
     assert re.search(r"f \[0/0\] \| instr 1/\d+ \| stack 0 \| 1 breakpoint \| step", text), text
     assert re.search(rf"f \[0/0\] \| instr {call + 1}/\d+ \| stack 1 \| 1 breakpoint \| step",
                      text), text
-    # the stop after `s` and the value stack
+    # the stop after `si` and the value stack
     assert re.search(r"graph \d+ returned 1 output:", text), text
     assert re.search(r"value stack, depth 1, bottom to top:\n    0  tuple +\(tensor\(\[1\.0000, "
                      r"1\.8415, 1\.9093, 1\.1411\]\),\)", text), text[-3000:]
@@ -504,7 +504,7 @@ def test_pty_session_completion_colour_toolbar_stack(tmp_path: Path) -> None:
     # and the history holds what ran
     assert _mode(history) == 0o600
     commands = _history_commands(history)
-    assert commands[1:] == ["c", "s", "stack", "q"], commands
+    assert commands[1:] == ["c", "si", "stack", "q"], commands
     assert re.fullmatch(rf"b {GRAPH_FN}", commands[0]), commands
 
 
@@ -628,7 +628,7 @@ def test_piped_commands_after_the_program_reads_stdin(tmp_path: Path) -> None:
 PLAIN_COMMANDS = [
     "b graph 2", "c",        # at graph 2's call
     "stack",                 # full width
-    "s",                     # over the call: its output tuple on the stack
+    "si",                    # over the call (s would enter it): its output tuple on the stack
     "set width 30",
     "stack",                 # short now
     "locals",
