@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -209,3 +210,27 @@ def test_aot_eager_forward_steps_at_torchs_lines_then_r_returns(tmp_path: Path) 
     returned = next(lines for command, lines in segments if command == "r")
     assert returned[0].startswith("> forward ["), returned
     assert account.result in run.stdout
+
+
+@pytest.mark.skipif(not hasattr(sys, "monitoring"),
+                    reason="sys.monitoring exists from Python 3.12 (3.11: settrace)")
+def test_sys_monitoring_steps_over_a_graph_and_says_so_once(tmp_path: Path) -> None:
+    """sys.monitoring (3.12+'s default) cannot step into a graph yet: the first
+    `s` at a graph's call says so in one line and steps over it, as `si` does;
+    a later `s` at a graph's call steps over it without saying it again."""
+    commands = ["b __compiled_fn_*", "c", "s", "c", "s", "c"]
+    run = run_dyndbg(ROOT / "samples" / "graph_break.py", commands, tmp_path,
+                     env={"DYNDBG_TRACER": None})
+    no_traceback(run)
+    assert run.returncode == 0, run.stderr[-3000:]
+    notes = [line for line in run.transcript.splitlines() if "needs the settrace" in line]
+    assert len(notes) == 1, run.transcript[-3000:]
+    assert re.fullmatch(r"dyndbg: graph \d+: stepping into a graph needs the settrace mechanism "
+                        r"for now \(DYNDBG_TRACER=settrace; this is \S+\); stepping over "
+                        r"\(said once a session\)", notes[0]), notes
+    steps = [lines for command, lines in _segments(run.transcript) if command == "s"]
+    assert len(steps) == 2 and not any(HEAD.match(line) for lines in steps for line in lines)
+    for lines in steps:   # the instruction after the call, its outputs on the stack
+        stop = next(line for line in lines if line.startswith("> "))
+        assert re.search(r"instr \d+/\d+ ", stop), lines
+        assert any(re.match(r"graph \d+ returned \d+ outputs?:", line) for line in lines), lines
