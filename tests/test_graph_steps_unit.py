@@ -92,6 +92,9 @@ def test_stop_text(tmp_path) -> None:
     assert graph_steps.stop_lines("[g]", output)[:2] == \
         ["[g] node 5/5 output: the graph returns",
          "  at no line of yours (torch kept no stack trace for this node)"]
+    # the prompt's toolbar at a graph stop: where in the graph
+    assert graph_steps.toolbar_text("[graph 4 eager forward]", step) == \
+        "graph 4 eager forward | node 3/5 h"
 
 
 def test_values_text() -> None:

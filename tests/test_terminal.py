@@ -508,6 +508,40 @@ def test_pty_session_completion_colour_toolbar_stack(tmp_path: Path) -> None:
     assert re.fullmatch(rf"b {GRAPH_FN}", commands[0]), commands
 
 
+def test_pty_stop_inside_a_graph(tmp_path: Path) -> None:
+    """`s` at a graph's call in a real terminal (issue 50, settrace): the graph
+    stop's prompt and toolbar, a node step and `locals`, then on to the end."""
+    term = Terminal([str(GRAPH_BREAK.relative_to(ROOT))],
+                    child_env(tmp_path / "home", TERM="xterm-256color", DYNDBG_HISTORY="",
+                              DYNDBG_TRACER="settrace"))
+    term.expect(Terminal.READY)
+    term.keys("b graph 2\r")
+    term.expect(r"Breakpoint 1 at graph 2")
+    term.expect(Terminal.READY)
+    term.keys("c\r")
+    term.expect(r"hit 1")
+    term.expect(Terminal.READY)
+    term.keys("s\r")
+    term.expect(r"\[graph 2 eager forward\] node 3/5 sin: call_method sin")
+    term.expect(r"graph 2 eager forward \| node 3/5 sin \| 1 breakpoint \| graph")
+    term.keys("s\r")
+    term.expect(r"\[graph 2 eager forward\] node 4/5 a: call_function operator\.add")
+    term.expect(Terminal.READY)
+    term.keys("locals\r")
+    term.expect(r"\nsin +=? Tensor f32\[4\] cpu \[0, 0\.8415, 0\.9093, 0\.1411\]")
+    term.expect(Terminal.READY)
+    term.keys("c\r")
+    term.expect(r"hit 2")            # the graph's call again, in f's second call
+    term.expect(Terminal.READY)
+    term.keys("c\r")
+    term.expect(r"call 1: ")
+    status = term.finish()
+    text = term.text()
+    assert status == 0, (status, text[-2000:])
+    assert "(dyndbg graph) " in text, text[-3000:]
+    assert "Traceback" not in text
+
+
 def test_pty_no_color_uses_plain_input(tmp_path: Path) -> None:
     """NO_COLOR=1 on a terminal: input(), no prompt-toolkit, no escape codes of dyndbg's."""
     history = tmp_path / "history"

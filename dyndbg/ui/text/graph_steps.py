@@ -40,6 +40,12 @@ def stop_lines(tag: str, step: NodeStep) -> list[str]:
     return lines
 
 
+def toolbar_text(tag: str, step: NodeStep) -> str:
+    """The toolbar's place at a graph stop: `graph 1 eager forward | node 6/11 linear`."""
+    position = f"node {step.index + 1}/{step.count}" if step.index >= 0 else "node"
+    return f"{tag.strip('[]')} | {position} {step.name}"
+
+
 def values_lines(values: list[tuple[str, object]]) -> list[str]:
     """`locals` at a graph stop: each value computed and still held."""
     if not values:
