@@ -102,22 +102,6 @@ def test_cell_magic_stops_and_reads_commands_from_the_notebook(kernel: Kernel) -
     assert "end of input" not in out
 
 
-def test_s_at_a_graph_call_stops_in_the_graph_and_asks_the_notebook(kernel: Kernel) -> None:
-    """`s` at a graph's call enters it (issue 50): its stops ask the notebook too."""
-    import torch
-    out, result, prompts = kernel.run("%%dyndbg\nz = f(torch.ones(3), torch.tensor([1]))\nz",
-                                      ["b __compiled_fn_*", "c", "s", "s", "locals", "c", "c"])
-    assert prompts == ["(dyndbg) "] * 3 + ["(dyndbg graph) "] * 3 + ["(dyndbg) "], out
-    assert re.search(r"^\[graph \d+ eager forward\] node 2/4 sin: call_method sin\n"
-                     r"  at \w+\.py:7: y = x\.sin\(\) \* 2\n"
-                     r"  in  l_x_ = Tensor f32\[3\] cpu \[1, 1, 1\]$", out, re.M), out
-    assert re.search(r"^\[graph \d+ eager forward\] node 3/4 y: call_function operator\.mul$",
-                     out, re.M), out
-    assert re.search(r"^sin = Tensor f32\[3\] cpu \[0\.8415, 0\.8415, 0\.8415\]$", out, re.M), out
-    assert result == repr((torch.ones(3).sin() * 2)[torch.tensor([1])] + 1)
-    assert "end of input" not in out
-
-
 def test_debug_block_asks_the_notebook_and_without_stdin_runs_on(kernel: Kernel) -> None:
     cell = ("import dyndbg\nwith dyndbg.debug():\n    w = f(torch.ones(2), torch.tensor([0]))\n"
             "print('ran on:', w.tolist())")

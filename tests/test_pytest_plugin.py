@@ -65,21 +65,6 @@ def test_commands_set_a_breakpoint_that_stops_in_the_test(tmp_path: Path) -> Non
     assert re.search(r"^1 passed, 1 deselected", out, re.M), out
 
 
-def test_s_at_a_graph_call_stops_in_the_graph_with_the_capture_off(tmp_path: Path) -> None:
-    """`s` at the graph's call enters it (issue 50): its stops are shown and read
-    their commands with pytest's capture suspended, as the stops in generated code."""
-    run = _pytest(tmp_path, "--dyndbg", "--dyndbg-commands", "b __compiled_fn_*", "-k",
-                  "test_ok", stdin="s\ns\nlocals\nc\nc\n")
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    out = run.stdout
-    assert re.search(r"^\[graph \d+ eager forward\] node 2/3 y: call_function operator\.mul\n"
-                     r"  at test_model\.py:8: y = x \* 2$", out, re.M), out
-    assert "(dyndbg graph) s\n" in out and "(dyndbg graph) locals\ny = Tensor f32[3] cpu [2, 2, 2]\n" \
-        "(dyndbg graph) c\n" in out, out
-    assert out.count("Breakpoint 1 at __compiled_fn_*, hit ") == 2, out
-    assert re.search(r"^1 passed, 1 deselected", out, re.M), out
-
-
 def test_without_the_option_nothing_changes_and_xdist_says_it_cannot_stop(
         tmp_path: Path, plain) -> None:
     unregistered = _pytest(tmp_path, "-p", "no:dyndbg")
