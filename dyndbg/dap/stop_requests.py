@@ -234,7 +234,8 @@ class StopRequests:
         extra = arguments.get("args", "")
         if not isinstance(extra, str):
             raise RequestError("'args' must be a string")
-        return {"text": self.requests.console_command(f"{command} {extra}".strip(), typed=True).text}
+        shown = self.requests.console_command(f"{command} {extra}".strip(), typed=True)
+        return {"text": shown.text}
 
     def r_dyndbg_guards(self, arguments: dict) -> dict:
         return self._view("guards", arguments)

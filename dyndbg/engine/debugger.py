@@ -70,7 +70,8 @@ class Engine:
                                  self._resume, self.internal_error, force_fallback,
                                  on_give_up=self.notices.gave_up, on_skip=self.notices.skipped)
         # Stops while dynamo compiles (`catch trace`, `b --trace`): hooked on first use.
-        self.held = HeldStop()   # the stop the program is at, of either kind: front ends read it here
+        # The stop the program is at, of either kind: the front ends read it here.
+        self.held = HeldStop()
         self.compile_stops = CompileStepper(self.breakpoints, frontend, self.internal_error,
                                             self.held)
         self.snapshots = Snapshots()    # the stacks read, for exception stops and `up`
@@ -336,7 +337,8 @@ class Engine:
         if instr is None:
             return
         if self.policy.instruction_trace:
-            self.frontend.instruction_traced(InstructionTraceEvent(InstructionTraceKind.INSTRUCTION, frame, entry, info, instr))
+            self.frontend.instruction_traced(InstructionTraceEvent(
+                InstructionTraceKind.INSTRUCTION, frame, entry, info, instr))
         read: list[tuple[list[object] | None, str]] = []
 
         def stack() -> list[object] | None:
@@ -363,10 +365,12 @@ class Engine:
         self._stop(Stop(frame, entry, info, instr, reason, values, read[0][1], hit,
                         why=self.mode.why if reason is StopReason.STEP else ""))
 
-    def _instruction_traced(self, kind: InstructionTraceKind, frame: types.FrameType, value: object = None) -> None:
+    def _instruction_traced(self, kind: InstructionTraceKind, frame: types.FrameType,
+                            value: object = None) -> None:
         entry = self.registry.get(frame.f_code)
         if entry is not None:
-            self.frontend.instruction_traced(frame_event(kind, frame, entry, self.info_for(entry), value))
+            self.frontend.instruction_traced(
+                frame_event(kind, frame, entry, self.info_for(entry), value))
 
     def on_exception(self, frame: types.FrameType, exc: BaseException) -> None:
         """An exception is raised in (or passes through) a traced generated frame."""

@@ -144,8 +144,8 @@ class InstructionTraceEvent(NamedTuple):
     value: object = None         # RETURN only
 
 
-def frame_event(kind: InstructionTraceKind, frame: types.FrameType, entry: GeneratedCode, info: CodeInfo,
-                value: object = None) -> InstructionTraceEvent:
+def frame_event(kind: InstructionTraceKind, frame: types.FrameType, entry: GeneratedCode,
+                info: CodeInfo, value: object = None) -> InstructionTraceEvent:
     """The trace line of a frame's start (ENTER) or end (RETURN): an end at
     an instruction that is no return is by an exception (UNWIND)."""
     if kind is InstructionTraceKind.RETURN:

@@ -218,10 +218,16 @@ def module_names_of(filename: str) -> list[str]:
     return names + [alias] if alias is not None else names
 
 
-def function_names(function: str, qualname: str, filename: str) -> list[str]:
-    """What a function pattern is matched against: `f`, `Net.forward`,
-    `mod.Net.forward` (for the script, `__main__.Net.forward` and `prog.Net.forward`)."""
-    return [function, qualname, *(f"{module}.{qualname}" for module in module_names_of(filename))]
+def names_function(pattern: str, function: str, qualname: str, filename: str,
+                   qualified: bool = True) -> bool:
+    """Whether a function pattern names it: `f`, `Net.forward`, or (unless
+    `qualified` is False) `mod.Net.forward` (for the script, also
+    `__main__.Net.forward` and `prog.Net.forward`). The plain names are tried
+    first: the module-qualified ones need the loaded modules' files."""
+    if any(fnmatch.fnmatchcase(n, pattern) for n in (function, qualname)):
+        return True
+    return qualified and any(fnmatch.fnmatchcase(f"{module}.{qualname}", pattern)
+                             for module in module_names_of(filename))
 
 
 @dataclass
@@ -230,15 +236,11 @@ class FunctionTarget(Target):
 
     pattern: str
 
-    def names_for(self, entry: GeneratedCode) -> list[str]:
-        return function_names(entry.function, entry.qualname, entry.code.co_filename)
-
     def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
         if entry.kind != "transformed" or entry.is_resume:
             return set()
-        # The plain names first: the module-qualified ones need the modules' files.
-        if not any(fnmatch.fnmatchcase(n, self.pattern) for n in (entry.function, entry.qualname)) \
-                and not any(fnmatch.fnmatchcase(n, self.pattern) for n in self.names_for(entry)):
+        if not names_function(self.pattern, entry.function, entry.qualname,
+                              entry.code.co_filename):
             return set()
         offset = entry_offset(info)
         return set() if offset is None else {offset}
@@ -303,12 +305,9 @@ class CompileCatchTarget(CatchTarget):
 
     def matches(self, code: types.CodeType) -> bool:
         qualname = getattr(code, "co_qualname", code.co_name)
-        if any(fnmatch.fnmatchcase(n, self.pattern) for n in (code.co_name, qualname)):
-            return True
-        if "." not in self.pattern:
-            return False   # no module-qualified name can match: not worth finding the module
-        names = function_names(code.co_name, qualname, code.co_filename)
-        return any(fnmatch.fnmatchcase(n, self.pattern) for n in names)
+        # Without a dot no module-qualified name is looked for: not worth finding the module.
+        return names_function(self.pattern, code.co_name, qualname, code.co_filename,
+                              qualified="." in self.pattern)
 
     def describe(self) -> str:
         return "catch trace" + ("" if self.pattern == "*" else f" {self.pattern}")

@@ -83,7 +83,8 @@ class Session(StopView):
                                              self.history_commands, self.settings)
         # At a stop while dynamo compiles, these take the place of those of the same name.
         self.compile_commands = CompileStopCommands(self)
-        # The level of the compile stop looked at (the editor's selected frame); None: its innermost.
+        # The level of the compile stop looked at (the editor's selected frame);
+        # None: its innermost.
         self.compile_level: SymbolicState | None = None
         self.printer = StopPrinter(self)
         self.color = False
