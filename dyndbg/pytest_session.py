@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 from dyndbg.engine.debugger import Engine
 from dyndbg.engine.stop import Stop
-from dyndbg.engine.stop import CompileStop
+from dyndbg.engine.stop import CompileStop, GraphStop
 from dyndbg.ui.terminal import rcfile
 from dyndbg.ui.terminal.reader import printable
 from dyndbg.ui.session import Session
@@ -74,6 +74,14 @@ class PytestSession(Session):
             self.use_output()
             self.write("")
             super().interact_compile(stop)
+
+    def interact_graph(self, stop: GraphStop) -> None:
+        """A stop inside a compiled graph (`s` at its call), as a stop in
+        generated code: with pytest's capture suspended, stdin included."""
+        with self._capture_suspended():
+            self.use_output()
+            self.write("")
+            super().interact_graph(stop)
 
     def _run_first_commands(self, stop: Stop) -> None:
         """At the first generated instruction: the commands, echoed; then on."""

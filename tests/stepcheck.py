@@ -107,7 +107,7 @@ def step_every_instruction(script: Path, reference: Run, tmp_path: Path,
     # differs (a closure cell inside a list, shown empty, was cut off).
     commands = ["set width 100000", f"display {ORACLE}", f"display {EXPECTED_PUSH}",
                 f"display {TOP_ID}", f"display {DEPTH}", f"display {STORED_ID}"]
-    commands += ["stack", "locals", "s"] * STEPS
+    commands += ["stack", "locals", "si"] * STEPS   # si: a graph's call is one instruction
     options, env = [], None
     if walk_back:
         options = ["--record"]

@@ -333,7 +333,7 @@ def test_debug_console_inspects_and_refuses_to_move(dap, tmp_path):
 
 
 def test_stepping_by_instruction_visits_what_the_cli_visits(dap, tmp_path):
-    """stepIn by instruction through DAP = `s` at the prompt: the same frames,
+    """stepIn by instruction through DAP = `si` at the prompt: the same frames,
     offsets, instructions and value stacks, into the resume function."""
     dap.launch(GRAPH_BREAK)
     dap.stopped(reason="entry")
@@ -344,7 +344,7 @@ def test_stepping_by_instruction_visits_what_the_cli_visits(dap, tmp_path):
         if [v["label"] for v in visited].count(RESUME) >= 8:
             break
     assert RESUME in [v["label"] for v in visited], [v["label"] for v in visited][-5:]
-    cli = cli_steps(["s"] * (len(visited) - 1), tmp_path)
+    cli = cli_steps(["si"] * (len(visited) - 1), tmp_path)   # (`s` enters graphs; DAP not yet)
     for step, (got, expected) in enumerate(zip(visited, cli)):
         assert same_place(got, expected), (step, got, expected)
         assert same_stack(got["stack"], expected["stack"], True), \

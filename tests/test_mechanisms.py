@@ -16,12 +16,14 @@ from transcript import no_traceback, stops_in
 pytestmark = pytest.mark.skipif(not hasattr(sys, "monitoring"),
                                 reason="sys.monitoring exists from Python 3.12 (3.11: settrace)")
 
+# Instruction steps (si): `s` at a graph's call enters the graph on settrace
+# only (issue 50's first slice), where sys.monitoring steps over it.
 SESSIONS = {
-    "nested_break": ["b resume", "c", "n", "n", "where", "up", "stack", "down", "r", "s",
-                     "stack", "until", "s", "s", "locals", "c", "c"] + ["s"] * 40 + ["c"],
+    "nested_break": ["b resume", "c", "n", "n", "where", "up", "stack", "down", "r", "si",
+                     "stack", "until", "si", "si", "locals", "c", "c"] + ["si"] * 40 + ["c"],
     "exception": ["catch exception", "c", "stack", "c", "b graph *", "c", "stack", "n", "c"],
     "graph_break": ["b graph_break.py:10", "tbreak __compiled_fn_*", "c", "c", "guards", "cache",
-                    "s", "s", "n", "n", "stack", "c", "c"],
+                    "si", "si", "n", "n", "stack", "c", "c"],
 }
 
 

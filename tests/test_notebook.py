@@ -14,7 +14,7 @@ from typing import Iterator
 import pexpect
 import pytest
 
-from harness import child_env
+from harness import MONITORING, child_env
 
 DEFINE = '''
 import torch
@@ -99,6 +99,24 @@ def test_cell_magic_stops_and_reads_commands_from_the_notebook(kernel: Kernel) -
     assert "graph break\n" in out
     expected = (torch.ones(3).sin() * 2)[torch.tensor([1])] + 1
     assert result == repr(expected * 3)
+    assert "end of input" not in out
+
+
+@pytest.mark.skipif(MONITORING, reason="stepping into a graph is on the settrace mechanism only so far "
+                    "(issue 50's first slice; sys.monitoring says once that it steps over)")
+def test_s_at_a_graph_call_stops_in_the_graph_and_asks_the_notebook(kernel: Kernel) -> None:
+    """`s` at a graph's call enters it (issue 50): its stops ask the notebook too."""
+    import torch
+    out, result, prompts = kernel.run("%%dyndbg\nz = f(torch.ones(3), torch.tensor([1]))\nz",
+                                      ["b __compiled_fn_*", "c", "s", "s", "locals", "c", "c"])
+    assert prompts == ["(dyndbg) "] * 3 + ["(dyndbg graph) "] * 3 + ["(dyndbg) "], out
+    assert re.search(r"^\[graph \d+ eager forward\] node 2/4 sin: call_method sin\n"
+                     r"  at \w+\.py:7: y = x\.sin\(\) \* 2\n"
+                     r"  in  l_x_ = Tensor f32\[3\] cpu \[1, 1, 1\]$", out, re.M), out
+    assert re.search(r"^\[graph \d+ eager forward\] node 3/4 y: call_function operator\.mul$",
+                     out, re.M), out
+    assert re.search(r"^sin = Tensor f32\[3\] cpu \[0\.8415, 0\.8415, 0\.8415\]$", out, re.M), out
+    assert result == repr((torch.ones(3).sin() * 2)[torch.tensor([1])] + 1)
     assert "end of input" not in out
 
 

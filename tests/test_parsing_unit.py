@@ -267,9 +267,9 @@ def test_help_comes_from_the_families_docstrings() -> None:
 
     family = RunningCommands(host=None)  # type: ignore[arg-type]
     names = [c.__name__ for c in commands_of(family)]
-    assert names == ["do_step", "do_next", "do_nextline", "do_stepline", "do_return",
+    assert names == ["do_step", "do_stepi", "do_next", "do_nextline", "do_stepline", "do_return",
                      "do_until", "do_continue", "do_quit"]
-    assert [usage(c) for c in commands_of(family)][:2] == ["s(tep)", "n(ext)"]
+    assert [usage(c) for c in commands_of(family)][:3] == ["s(tep)", "si", "n(ext)"]
     # an alias is the same function, so `help c` is continue's help
     assert family.do_c.__func__ is family.do_continue.__func__  # type: ignore[attr-defined]
     assert command_help(family.do_until.__doc__ or "") == [

@@ -467,7 +467,7 @@ def test_pty_session_completion_colour_toolbar_stack(tmp_path: Path) -> None:
     term.expect(r"hit 1")
     call = int(term.expect(r"instr (\d+)/").group(1))   # graph 2's call: its index varies
     term.expect(Terminal.READY)
-    term.keys("s\r")
+    term.keys("si\r")   # one instruction: over the graph's call (s would enter the graph)
     term.expect(rf"instr {call + 1}/")
     term.expect(Terminal.READY)
     term.keys("stack\r")
@@ -493,7 +493,7 @@ def test_pty_session_completion_colour_toolbar_stack(tmp_path: Path) -> None:
     assert re.search(r"f \[0/0\] \| instr 1/\d+ \| stack 0 \| 1 breakpoint \| step", text), text
     assert re.search(rf"f \[0/0\] \| instr {call + 1}/\d+ \| stack 1 \| 1 breakpoint \| step",
                      text), text
-    # the stop after `s` and the value stack
+    # the stop after `si` and the value stack
     assert re.search(r"graph \d+ returned 1 output:", text), text
     assert re.search(r"value stack, depth 1, bottom to top:\n    0  tuple +\(tensor\(\[1\.0000, "
                      r"1\.8415, 1\.9093, 1\.1411\]\),\)", text), text[-3000:]
@@ -504,8 +504,42 @@ def test_pty_session_completion_colour_toolbar_stack(tmp_path: Path) -> None:
     # and the history holds what ran
     assert _mode(history) == 0o600
     commands = _history_commands(history)
-    assert commands[1:] == ["c", "s", "stack", "q"], commands
+    assert commands[1:] == ["c", "si", "stack", "q"], commands
     assert re.fullmatch(rf"b {GRAPH_FN}", commands[0]), commands
+
+
+def test_pty_stop_inside_a_graph(tmp_path: Path) -> None:
+    """`s` at a graph's call in a real terminal (issue 50, settrace): the graph
+    stop's prompt and toolbar, a node step and `locals`, then on to the end."""
+    term = Terminal([str(GRAPH_BREAK.relative_to(ROOT))],
+                    child_env(tmp_path / "home", TERM="xterm-256color", DYNDBG_HISTORY="",
+                              DYNDBG_TRACER="settrace"))
+    term.expect(Terminal.READY)
+    term.keys("b graph 2\r")
+    term.expect(r"Breakpoint 1 at graph 2")
+    term.expect(Terminal.READY)
+    term.keys("c\r")
+    term.expect(r"hit 1")
+    term.expect(Terminal.READY)
+    term.keys("s\r")
+    term.expect(r"\[graph 2 eager forward\] node 3/5 sin: call_method sin")
+    term.expect(r"graph 2 eager forward \| node 3/5 sin \| 1 breakpoint \| graph")
+    term.keys("s\r")
+    term.expect(r"\[graph 2 eager forward\] node 4/5 a: call_function operator\.add")
+    term.expect(Terminal.READY)
+    term.keys("locals\r")
+    term.expect(r"\nsin +=? Tensor f32\[4\] cpu \[0, 0\.8415, 0\.9093, 0\.1411\]")
+    term.expect(Terminal.READY)
+    term.keys("c\r")
+    term.expect(r"hit 2")            # the graph's call again, in f's second call
+    term.expect(Terminal.READY)
+    term.keys("c\r")
+    term.expect(r"call 1: ")
+    status = term.finish()
+    text = term.text()
+    assert status == 0, (status, text[-2000:])
+    assert "(dyndbg graph) " in text, text[-3000:]
+    assert "Traceback" not in text
 
 
 def test_pty_no_color_uses_plain_input(tmp_path: Path) -> None:
@@ -628,7 +662,7 @@ def test_piped_commands_after_the_program_reads_stdin(tmp_path: Path) -> None:
 PLAIN_COMMANDS = [
     "b graph 2", "c",        # at graph 2's call
     "stack",                 # full width
-    "s",                     # over the call: its output tuple on the stack
+    "si",                    # over the call (s would enter it): its output tuple on the stack
     "set width 30",
     "stack",                 # short now
     "locals",

@@ -41,7 +41,7 @@ def test_fallback_path_stops_at_the_same_places(tmp_path: Path, monkeypatch,
     # From graph 2's first input, through the graph call (and torch 2.15's profiler
     # template around it), into the resume function and the second call.
     first_input = graph_break_code.f.first("LOAD_FAST", "x")
-    commands = [f"b {first_input.index}", "c", "stack"] + ["s"] * 150 + ["c"]
+    commands = [f"b {first_input.index}", "c", "stack"] + ["si"] * 150 + ["c"]   # si: a graph call is one instruction
     with_callback = run_dyndbg(SAMPLES / "graph_break.py", commands, tmp_path)
     monkeypatch.setenv("DYNDBG_NO_CALLBACK", "1")
     fallback = run_dyndbg(SAMPLES / "graph_break.py", commands, tmp_path)

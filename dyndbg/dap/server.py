@@ -29,7 +29,7 @@ from dyndbg.ui.text.values import exception_text
 if TYPE_CHECKING:
     from dyndbg.dap.requests import Requests
     from dyndbg.engine.debugger import Engine
-    from dyndbg.engine.stop import CompileStop
+    from dyndbg.engine.stop import CompileStop, GraphStop
 
 # Served while the program runs (everything else needs a stopped thread).
 WHILE_RUNNING = {"initialize", "launch", "attach", "configurationDone", "threads",
@@ -81,6 +81,13 @@ class DapFrontend:
         if self.channel is None or self.engine.detached:
             return   # no client: no stop
         self._hold(lambda: self.requests.compile_stopped(stop))
+
+    def interact_graph(self, stop: GraphStop) -> None:
+        """A stop inside a compiled graph: not served in the editor yet (issue
+        50); said in one line, and the graph runs on to its end."""
+        self.output(f"dyndbg: {stop.tag}: stepping into a graph is not in the editor yet; "
+                    "running it to its end")
+        self.engine.graph_steps.finish()
 
     def _hold(self, announce: Callable[[], None]) -> None:
         """Stopped: `announce` tells the client, then its requests are served

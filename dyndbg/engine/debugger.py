@@ -29,9 +29,11 @@ from dyndbg.engine.modes import Mode, StepKind
 from dyndbg.engine.policy import TracePolicy, keeps_entry_names
 from dyndbg.engine.postmortem import FailureLog, post_mortem_stop
 from dyndbg.engine.snapshots import Snapshots
-from dyndbg.engine.stop import (CompileStop, HeldStop, InstructionTraceEvent, InstructionTraceKind,
+from dyndbg.engine.stop import (CompileStop, GraphStop, HeldStop, InstructionTraceEvent, InstructionTraceKind,
                                 Stop, StopReason, frame_event)
 from dyndbg.engine.compile_stepping import CompileStepper
+from dyndbg.engine.graph_stepping import GraphStepper
+from dyndbg.dynamo.graphs.stepping import NoWayIn, runnable_graph
 from dyndbg.engine.tracing.tracer import Tracer
 from dyndbg.engine.tracing.choice import make_tracer
 from dyndbg.faults import FAULTS_ON, maybe_fault
@@ -45,6 +47,7 @@ _QUIET_EXCEPTIONS = (StopIteration, StopAsyncIteration, GeneratorExit)
 class Frontend(Protocol):
     def interact(self, stop: Stop) -> None: ...
     def interact_compile(self, stop: CompileStop) -> None: ...
+    def interact_graph(self, stop: GraphStop) -> None: ...
     def instruction_traced(self, event: InstructionTraceEvent) -> None: ...
     def message(self, text: str) -> None: ...
 
@@ -74,6 +77,9 @@ class Engine:
         self.held = HeldStop()
         self.compile_stops = CompileStepper(self.breakpoints, frontend, self.internal_error,
                                             self.held)
+        # Stops inside a compiled graph, node by node (`s` at its call).
+        self.graph_steps = GraphStepper(lambda: self.tracer, frontend, self.held)
+        self._said_no_graph_mechanism = False   # sys.monitoring: said once a session
         self.snapshots = Snapshots()    # the stacks read, for exception stops and `up`
         self.failures = FailureLog()                   # for post_mortem()
         self.history = History()                       # `record on`: what ran, to step back
@@ -105,6 +111,7 @@ class Engine:
     def detach(self) -> None:
         """No more stops: the program runs on as without dyndbg."""
         self.detached = True
+        self.graph_steps.finish()
         self.hooks.uninstall()
         self.compile_stops.disarm()
         self.interrupts.restore()
@@ -191,6 +198,28 @@ class Engine:
     # -- resume modes (set by the front end) -----------------------------------
     def set_step(self, count: int = 1) -> None:
         self._resume_with(Mode(StepKind.STEP, count=count))
+
+    def step_into_graph(self, frame: types.FrameType, name: str, backend: str | None) -> str:
+        """`s` at the call of the compiled graph global `name` in `frame`:
+        stop before each of its nodes as it runs, then at the instruction after
+        the call. Step mode is set either way; "" when the graph is entered,
+        else the one line saying why it is stepped over (the mechanism's
+        lack, sys.monitoring's for now, only the first time: it does not
+        change within a session)."""
+        try:
+            graph = runnable_graph(name, frame.f_globals.get(name), backend)
+        except NoWayIn as why:
+            self.set_step(1)
+            return str(why)
+        self.set_step(1)
+        if not self.graph_steps.enter(graph, frame):
+            if self._said_no_graph_mechanism:   # said once: every later `s` would repeat it
+                return ""
+            self._said_no_graph_mechanism = True
+            return (f"graph {graph.number}: stepping into a graph needs the settrace mechanism "
+                    f"for now (DYNDBG_TRACER=settrace; this is {self.tracer.name}); "
+                    "stepping over (said once a session)")
+        return ""
 
     def set_next(self, frame: types.FrameType, count: int = 1) -> None:
         self._resume_with(Mode(StepKind.NEXT, frame, count=count))

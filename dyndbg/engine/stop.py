@@ -2,8 +2,8 @@
 instruction trace.
 
 One stop model for every kind of stop (StopKind): a stop in the code dynamo
-generated (Stop), a stop while dynamo compiles (CompileStop); the next kind
-(inside a compiled graph) joins them here. Each has its kind, its breakpoints
+generated (Stop), a stop while dynamo compiles (CompileStop), a stop inside a compiled graph
+before one of its FX nodes runs (GraphStop). Each has its kind, its breakpoints
 and its tag (what its lines start with). The engine holds the one stop the
 program is at (HeldStop) from the moment it stops until it goes on; every
 front end (the prompt, the editor, pytest, the notebook) reads it there and
@@ -23,6 +23,7 @@ from dyndbg.engine.codeinfo import CodeInfo, Instr
 
 if TYPE_CHECKING:
     from dyndbg.dynamo.compiles import BreakReason
+    from dyndbg.dynamo.graphs.stepping import GraphCode
     from dyndbg.dynamo.symbolic import CompilePoint, SymbolicState
 
 
@@ -31,6 +32,7 @@ class StopKind(enum.Enum):
 
     GENERATED = "generated code"   # in the code dynamo generated (or a resume function)
     COMPILE = "compile"            # while dynamo compiles, in its symbolic execution
+    GRAPH = "graph"                # inside a compiled graph, before one of its nodes runs
 
 
 class StopReason(enum.Enum):
@@ -92,7 +94,27 @@ class CompileStop(NamedTuple):
         return f"[compile {self.trace_id}]"
 
 
-AnyStop = Union[Stop, CompileStop]
+@dataclass
+class GraphStop:
+    """A stop inside a compiled graph, before its FX node `node` runs: the
+    graph's own code runs in `frame` (its locals are the values computed so
+    far); `caller` is the generated frame whose call entered it."""
+
+    kind: ClassVar[StopKind] = StopKind.GRAPH
+    frame: types.FrameType
+    graph: GraphCode
+    node: object
+    caller: types.FrameType | None
+    reason: StopReason = StopReason.STEP
+    breakpoints: list[Breakpoint] = field(default_factory=list)
+
+    @property
+    def tag(self) -> str:
+        """What its location line starts with: `[graph 1 eager forward]`."""
+        return f"[graph {self.graph.number} {self.graph.backend} {self.graph.part}]"
+
+
+AnyStop = Union[Stop, CompileStop, GraphStop]
 
 
 class HeldStop:
@@ -124,6 +146,12 @@ class HeldStop:
         """The compile stop, if the program is stopped while dynamo compiles."""
         stop = self.current
         return stop if isinstance(stop, CompileStop) else None
+
+    @property
+    def graph(self) -> GraphStop | None:
+        """The stop inside a compiled graph, if the program is at one."""
+        stop = self.current
+        return stop if isinstance(stop, GraphStop) else None
 
 
 class InstructionTraceKind(enum.Enum):

@@ -28,9 +28,10 @@ from dyndbg.ui.stop_view import StopView
 from dyndbg.ui.text.style import Highlighter, wants_color
 from dyndbg.ui.terminal.prompt import PromptReader
 from dyndbg.ui.commands.compile_stops import PROMPT, CompileStopCommands
+from dyndbg.ui.commands.graph_stops import PROMPT as GRAPH_PROMPT, GraphStopCommands
 
 # Commands that would run the program: post mortem, c and q end the session, the rest refuse.
-RUNNING_COMMANDS = {"step", "next", "nextline", "stepline", "return", "until", "continue",
+RUNNING_COMMANDS = {"step", "stepi", "next", "nextline", "stepline", "return", "until", "continue",
                     "quit"}
 # pdb's `?` for help: a name no `do_` method can have.
 SPELLINGS = {"?": "help"}
@@ -38,7 +39,7 @@ SPELLINGS = {"?": "help"}
 if TYPE_CHECKING:
     from dyndbg.engine.debugger import Engine
     from dyndbg.dynamo.symbolic import SymbolicState
-    from dyndbg.engine.stop import CompileStop
+    from dyndbg.engine.stop import CompileStop, GraphStop
 
 
 def _line_terminal_io() -> tuple:
@@ -83,6 +84,8 @@ class Session(StopView):
                                              self.history_commands, self.settings)
         # At a stop while dynamo compiles, these take the place of those of the same name.
         self.compile_commands = CompileStopCommands(self)
+        # At a stop inside a compiled graph, these (commands/graph_stops.py).
+        self.graph_commands = GraphStopCommands(self)
         # The level of the compile stop looked at (the editor's selected frame);
         # None: its innermost.
         self.compile_level: SymbolicState | None = None
@@ -238,8 +241,20 @@ class Session(StopView):
         finally:
             self._resumed = resumed
 
+    def interact_graph(self, stop: GraphStop) -> None:
+        """A stop inside a compiled graph, before one of its nodes
+        (commands/graph_stops.py)."""
+        resumed, self._resumed = self._resumed, False
+        try:
+            self._interruptible(lambda: self.graph_commands.print_stop(stop))
+            self._command_loop()
+        finally:
+            self._resumed = resumed
+
     @property
     def prompt(self) -> str:
+        if self.engine.held.graph is not None:
+            return GRAPH_PROMPT
         return PROMPT if self.compile_stop is not None else "(dyndbg) "
 
     def _command_loop(self) -> None:
@@ -357,6 +372,8 @@ class Session(StopView):
             return None
         if self.compile_stop is not None:
             return self.compile_commands.command(name, self.families)
+        if self.engine.held.graph is not None:
+            return self.graph_commands.command(name, self.families)
         for family in self.families:
             found = getattr(family, f"do_{name}", None)
             if found is not None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, TextIO
 
 from dyndbg.dynamo.compiles import why
+from dyndbg.dynamo.graphs.stepping import node_step
 from dyndbg.engine.stop import Stop, StopReason
-from dyndbg.ui.text import boundaries, render
+from dyndbg.ui.text import boundaries, graph_steps, render
 from dyndbg.ui.commands.breakpoints import deleted_at_stop
 from dyndbg.ui.commands.host import Host
 from dyndbg.ui.text.values import exception_text
@@ -98,7 +99,8 @@ class StopPrinter:
         session.write("-" * 40)
 
     def toolbar_text(self) -> str:
-        """function [compile id] | instr i/N | stack depth | breakpoints | mode"""
+        """function [compile id] | instr i/N | stack depth | breakpoints | mode;
+        inside a graph: graph N backend part | node i/N name | breakpoints | graph"""
         session = self.session
         compile_stop = session.compile_stop
         if compile_stop is not None:
@@ -107,12 +109,17 @@ class StopPrinter:
             line = f"before line {where.line}" if where.before_body else f"line {where.line}"
             return (f" compile {compile_stop.trace_id} | {where.function} {line} | "
                     f"depth {state.depth} | symbolic stack {state.stack_size()} | compile time ")
+        count = len(session.breaking.visible_breakpoints())
+        breakpoints = f"{count} breakpoint{'s' if count != 1 else ''}"
+        graph_stop = session.engine.held.graph
+        if graph_stop is not None:     # inside a compiled graph (issue 50)
+            step = node_step(graph_stop.graph, graph_stop.node, graph_stop.frame.f_locals)
+            return f" {graph_steps.toolbar_text(graph_stop.tag, step)} | {breakpoints} | graph "
         stop = session.stop
         if stop is None:
             return ""
         depth = "?" if stop.stack is None else str(len(stop.stack))
-        count = len(session.breaking.visible_breakpoints())
         past = f" | recorded -{session.past.before_now}" if session.past is not None else ""
         return (f" {stop.entry.label()} | instr {stop.instr.index}/{len(stop.info)} | "
-                f"stack {depth} | {count} breakpoint{'s' if count != 1 else ''} | "
+                f"stack {depth} | {breakpoints} | "
                 f"{session.engine.mode.kind.value}{' | sticky' if session.sticky else ''}{past} ")

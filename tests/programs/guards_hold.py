@@ -49,7 +49,7 @@ def run(program: str, mode: str) -> dict:
     engine = attach(out, [], read_rc=False, read_input=False)
     session = engine.frontend
     plain_interact = session.interact
-    onward = "s" if mode == "step" else "c"
+    onward = "si" if mode == "step" else "c"   # si: s would enter a compiled graph
     found = {"program": program, "first": 0, "closures": 0, "listed": 0, "fail": [], "na": [],
              "other": []}
 

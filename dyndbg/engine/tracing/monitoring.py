@@ -181,6 +181,15 @@ class MonitoringTracer(MechanismBase):
         # at once, and they stop at their next instruction.
         self.retrace()
 
+    def watch_graph(self, code: types.CodeType | None, events: object) -> bool:
+        """Not yet (issue 50): set_local_events(tool, code, LINE | PY_START |
+        PY_RETURN) on the graph's code alone, its callbacks dispatched by
+        code identity to `events`, DISABLE returned for every other code."""
+        return False
+
+    def unwatch_graph(self, code: types.CodeType | None) -> None:
+        pass
+
     def suspend(self) -> None:
         self._suspended += 1
         self._apply_global()

@@ -35,7 +35,7 @@ from dyndbg.engine.breakpoints import ArmingPlan
 from dyndbg.engine.modes import TraceLevel
 from dyndbg.engine.tracing.compiled_filters import CompiledFilters, FrameStart, PythonTraces
 from dyndbg.engine.threads import ENGINE_LOCK, in_main_thread
-from dyndbg.engine.tracing.tracer import EventSink, MechanismBase
+from dyndbg.engine.tracing.tracer import EventSink, GraphEvents, MechanismBase
 from dyndbg.faults import FAULTS_ON
 
 
@@ -65,6 +65,10 @@ class SettraceTracer(MechanismBase):
         self._tracers: dict[int, tuple] = {}           # id(code) -> (ArmingPlan, line tracer)
         self._cache_version: object = None             # the policy's version of both
         self._line_tracer_shielded = False
+        # id(code) -> who is told: compiled graphs' code being stepped into
+        # (engine/graph_stepping.py); empty but while one is entered.
+        # (key None: any call is offered, the graph's code is not made yet)
+        self._graph_codes: dict[int | None, GraphEvents] = {}
         # id(code) -> how its frames start: the frame starts the compiled core
         # makes by itself (CompiledFilters.leave_starts).
         self._starts: dict[int, FrameStart] = {}
@@ -82,6 +86,7 @@ class SettraceTracer(MechanismBase):
         prepare_settrace()
         self.hooks.shield(self._global_trace, self._local_trace, self._callee_trace,
                           self._new_thread_trace, self._fail, self._release,
+                          self._graph_start, self._graph_trace,
                           # called from the compiled filters
                           type(self.policy).version.fget,  # type: ignore[attr-defined]  # a property's getter
                           self.sink.on_idle)
@@ -151,6 +156,26 @@ class SettraceTracer(MechanismBase):
     def keep(self, frame: types.FrameType) -> None:
         pass  # a frame that stops is traced: its return event comes
 
+    def watch_graph(self, code: types.CodeType | None, events: GraphEvents) -> bool:
+        """In this thread. The compiled core's call filter answers in C every
+        call of code that is not generated, so while a graph is watched the
+        Python trace function is installed in front instead (what the filter
+        hands its slow path to anyway); the filter would need this table
+        (_call_filter.c) to stay in front."""
+        self._graph_codes[None if code is None else id(code)] = events
+        self._install()
+        thread = self._thread
+        if self._filters is not None and thread.installed and not thread.suspended:
+            sys.settrace(self._global_trace)
+        return True
+
+    def unwatch_graph(self, code: types.CodeType | None) -> None:
+        self._graph_codes.pop(None if code is None else id(code), None)
+        thread = self._thread
+        if self._filters is not None and not self._graph_codes and thread.installed \
+                and not thread.suspended and sys.gettrace() == self._global_trace:
+            sys.settrace(self._installed_trace)
+
     def step_into(self, frames: list[types.FrameType]) -> None:
         for frame in frames:    # this thread's (set_trace, Ctrl-C in the main thread)
             if not any(frame is a for a in self.active):
@@ -165,7 +190,7 @@ class SettraceTracer(MechanismBase):
         """Dynamo compiles in this thread (the others run on, traced)."""
         thread = self._thread
         thread.suspended += 1
-        if thread.installed and sys.gettrace() == self._installed_trace:
+        if thread.installed and sys.gettrace() in (self._installed_trace, self._global_trace):
             sys.settrace(None)
 
     def resume(self) -> None:
@@ -260,6 +285,11 @@ class SettraceTracer(MechanismBase):
         if event != "call":
             return None
         code = frame.f_code
+        graphs = self._graph_codes
+        if graphs and (id(code) in graphs or None in graphs):
+            traced = self._graph_start(frame)
+            if traced is not None:
+                return traced
         # The hot path: most calls made while a generated frame runs are not generated.
         if id(code) not in self._generated and not code.co_name.startswith(RESUME_PREFIXES) \
                 and not (self.hooks.interrupt_pending and in_main_thread()):
@@ -299,6 +329,41 @@ class SettraceTracer(MechanismBase):
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
             return None
+
+    def _graph_start(self, frame: types.FrameType):
+        """A watched graph's frame starts: its line events go to the graph
+        stepper (engine/graph_stepping.py), each before its FX node runs."""
+        try:
+            with ENGINE_LOCK:
+                graphs = self._graph_codes
+                events = graphs.get(id(frame.f_code)) or graphs.get(None)
+                if events is None or not events.on_graph_start(frame):
+                    return None
+                if None in graphs:   # its code, made as it started, from now on
+                    graphs[id(frame.f_code)] = graphs.pop(None)
+                frame.f_trace_lines = True
+                frame.f_trace_opcodes = False
+                return self._graph_trace
+        except BaseException as error:  # noqa: BLE001
+            self._fail(error)
+            return None
+
+    def _graph_trace(self, frame: types.FrameType, event: str, arg: object) -> None:
+        """The local trace of a graph's frame being stepped."""
+        try:
+            with ENGINE_LOCK:
+                graphs = self._graph_codes
+                events = graphs.get(id(frame.f_code)) or graphs.get(None)
+                if events is None:
+                    frame.f_trace_lines = False
+                    return
+                if event == "line":
+                    self.events["graph line"] += 1
+                    events.on_graph_line(frame)
+                elif event == "return":
+                    events.on_graph_return(frame)
+        except BaseException as error:  # noqa: BLE001
+            self._fail(error)
 
     def _callee_trace(self, frame: types.FrameType, event: str, arg: object) -> None:
         """--post-mortem: the local trace of a function called by generated code."""

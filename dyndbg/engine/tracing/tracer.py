@@ -46,6 +46,15 @@ class EventSink(Protocol):
     def internal_error(self, where: str, error: BaseException) -> None: ...
 
 
+class GraphEvents(Protocol):
+    """Who is told of a watched graph code's frame (engine/graph_stepping.py):
+    called under threads.ENGINE_LOCK."""
+
+    def on_graph_start(self, frame: types.FrameType) -> bool: ...
+    def on_graph_line(self, frame: types.FrameType) -> None: ...
+    def on_graph_return(self, frame: types.FrameType) -> None: ...
+
+
 class Tracer(Protocol):
     """A tracing mechanism, as the engine drives it."""
 
@@ -69,6 +78,12 @@ class Tracer(Protocol):
         when the frame returns."""
     def step_into(self, frames: list[types.FrameType]) -> None:
         """Stop at the next instruction of these live generated frames (step mode is set)."""
+    def watch_graph(self, code: types.CodeType | None, events: GraphEvents) -> bool:
+        """Deliver the start, line events and return of `code`'s next frame (a
+        compiled graph's code, not generated code) to `events`; code None: any
+        call is offered to events.on_graph_start (the code is made as the graph
+        starts). False where this mechanism (or core) cannot."""
+    def unwatch_graph(self, code: types.CodeType | None) -> None: ...
     def suspend(self) -> None:
         """Dynamo starts compiling: nothing of dyndbg runs under it."""
     def resume(self) -> None: ...

@@ -15,14 +15,38 @@ class RunningCommands:
         self.host = host
 
     def do_step(self, arg: str) -> None:
-        """s(tep) | si | stepi [N]
+        """s(tep) [N]
         Run the next instruction (N instructions), stopping in any dynamo-generated
-        frame, including one that the current instruction calls. By instruction,
-        as gdb's stepi; stepline steps by source line."""
+        frame, including one that the current instruction calls; stepline steps
+        by source line. At the call of a compiled graph (eager, aot_eager's
+        forward, a backend returning a GraphModule's forward), s enters it: a
+        stop before each of its FX nodes (n and si step over it)."""
+        count = parse_count(arg, "step count")
+        call = self.host.graph_call
+        stop = self.host.stop
+        if call is not None and count == 1 and stop is not None and \
+                call.frame is stop.frame and call.index == stop.instr.index:
+            from dyndbg.dynamo.graphs.views import graph_backend
+            note = self.host.engine.step_into_graph(call.frame, call.name,
+                                                    graph_backend(call.name))
+            if note:
+                self.host.write(f"dyndbg: {note}")
+            self.host.resume()
+            return
+        self.host.engine.set_step(count)
+        self.host.resume()
+
+    do_s = do_step
+
+    def do_stepi(self, arg: str) -> None:
+        """si | stepi [N]
+        Run the next instruction (N instructions), stopping in any dynamo-generated
+        frame, including one that the current instruction calls; a compiled
+        graph's call runs as one instruction. By instruction, as gdb's stepi."""
         self.host.engine.set_step(parse_count(arg, "step count"))
         self.host.resume()
 
-    do_s = do_si = do_stepi = do_step
+    do_si = do_stepi
 
     def do_next(self, arg: str) -> None:
         """n(ext) | ni | nexti [N]

@@ -1,0 +1,95 @@
+"""Stepping into a compiled graph, node by node (StopKind.GRAPH, issue 50).
+
+`s` at the CALL of a `__compiled_fn_*` global whose backend runs an FX
+GraphModule (eager, aot_eager's forward) enters it: the tracing mechanism
+watches that one code object (Tracer.watch_graph); each of its line events
+before a stepped FX node is a GraphStop. `s`/`n` there go to the next node,
+`r` runs to the graph's end, `c` continues; in each case once the graph
+returns the engine is back in its step mode, so with `s`, `n` and `r` the
+next stop is the generated instruction after the call.
+
+The graph that runs is the program's own: only line events are read and
+its frame's locals looked at, never written.
+"""
+from __future__ import annotations
+
+import types
+from typing import Callable, Protocol
+
+from dyndbg.dynamo.graphs.stepping import GraphCode
+from dyndbg.engine.stop import GraphStop, HeldStop
+from dyndbg.engine.tracing.tracer import Tracer
+
+
+class GraphFrontend(Protocol):
+    def interact_graph(self, stop: GraphStop) -> None: ...
+
+
+class GraphStepper:
+    """The graph entered by `s` at its call, while it runs (one at a time)."""
+
+    def __init__(self, tracer: Callable[[], Tracer], frontend: GraphFrontend,
+                 held: HeldStop) -> None:
+        self._tracer = tracer
+        self.frontend = frontend
+        self.held = held
+        self.graph: GraphCode | None = None
+        self.caller: types.FrameType | None = None    # the generated frame that calls it
+        self.frame: types.FrameType | None = None     # the graph's frame, once started
+        self.stepping = False                         # stop before each node
+
+    def enter(self, graph: GraphCode, caller: types.FrameType) -> bool:
+        """Stop before the first node of the next run of `graph` called from
+        `caller`; False where the tracing mechanism cannot watch its code."""
+        self.leave()
+        if not self._tracer().watch_graph(graph.code, self):
+            return False
+        self.graph, self.caller, self.frame, self.stepping = graph, caller, None, True
+        return True
+
+    def finish(self) -> None:
+        """`r`/`c` in the graph: no more stops in it; it runs to its end."""
+        self.stepping = False
+        if self.frame is not None:
+            self.frame.f_trace_lines = False
+        self.leave()
+
+    def leave(self) -> None:
+        if self.graph is not None:
+            self._tracer().unwatch_graph(self.graph.code)
+        self.graph = self.caller = self.frame = None
+        self.stepping = False
+
+    @property
+    def inside(self) -> bool:
+        return self.frame is not None
+
+    # -- the mechanism's events (under ENGINE_LOCK) ---------------------------------
+    def on_graph_start(self, frame: types.FrameType) -> bool:
+        """The graph's code starts: the frame stepped into if called, through
+        torch's wrappers, from the generated frame that was at the call."""
+        if self.graph is None or self.frame is not None or not self.graph.is_frame(frame):
+            return False
+        back = frame.f_back
+        while back is not None and back is not self.caller:
+            back = back.f_back
+        if back is None:
+            return False   # the same graph called from elsewhere (another thread)
+        self.frame = frame
+        self.graph.code = frame.f_code   # for a lazy GraphModule, made as it started
+        return True
+
+    def on_graph_line(self, frame: types.FrameType) -> None:
+        graph = self.graph
+        if graph is None or frame is not self.frame or not self.stepping:
+            return
+        node = graph.node_at(frame.f_lineno)
+        if node is None or not graph.stepped(node):
+            return
+        stop = GraphStop(frame, graph, node, self.caller)
+        with self.held.holding(stop):
+            self.frontend.interact_graph(stop)
+
+    def on_graph_return(self, frame: types.FrameType) -> None:
+        if frame is self.frame:
+            self.leave()

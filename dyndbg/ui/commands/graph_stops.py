@@ -1,0 +1,142 @@
+"""The commands at a stop inside a compiled graph (issue 50): before one FX
+node of the program's own graph runs.
+
+At such a stop these take the place of the commands of the same name; help,
+quit and the breakpoint commands work as anywhere; the others (they look at
+a generated frame's instructions) say what works here.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from dyndbg.dynamo.graphs.stepping import MISSING, node_step, target_text
+from dyndbg.engine.stop import GraphStop
+from dyndbg.ui.commands.host import Family, Host, commands_of, usage
+from dyndbg.ui.text import graph_steps
+from dyndbg.ui.text.parsing import CommandError
+from dyndbg.ui.text.values import safe_repr
+
+ANYWHERE = {"break", "tbreak", "catch", "clear", "disable", "enable", "condition", "ignore",
+            "info", "help", "alias", "unalias", "quit", "set"}
+PROMPT = "(dyndbg graph) "
+
+
+class GraphStopCommands:
+    title = "in a graph"
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+
+    @property
+    def stop(self) -> GraphStop:
+        stop = self.host.engine.held.graph
+        if stop is None:
+            raise CommandError("not stopped inside a compiled graph")
+        return stop
+
+    def command(self, name: str, families: Sequence[Family]) -> Callable[[str], None] | None:
+        found = getattr(self, f"do_{name}", None)
+        if found is not None:
+            return found
+        for family in families:
+            found = getattr(family, f"do_{name}", None)
+            if found is not None:
+                break
+        else:
+            return None
+        if found.__name__[3:] in ANYWHERE:
+            return found
+
+        def refuse(arg: str) -> None:
+            raise CommandError(f"{name}: inside graph {self.stop.graph.number}, between its "
+                               f"nodes (here: {self.commands_here()})")
+        refuse.__name__ = found.__name__
+        refuse.__doc__ = found.__doc__
+        return refuse
+
+    def commands_here(self) -> str:
+        return (", ".join(usage(c) for c in commands_of(self))
+                + "; as anywhere: " + ", ".join(sorted(ANYWHERE)))
+
+    def print_stop(self, stop: GraphStop) -> None:
+        step = node_step(stop.graph, stop.node, stop.frame.f_locals)
+        for line in graph_steps.stop_lines(stop.tag, step):
+            self.host.write(line)
+
+    # -- running ------------------------------------------------------------------------
+    def do_step(self, arg: str) -> None:
+        """s(tep) | n(ext)
+        Run this node and stop before the graph's next one; after its last,
+        at the generated instruction after the graph's call."""
+        if arg.strip():
+            raise CommandError("inside a graph, s and n take no count (one node at a time)")
+        self.host.engine.set_step(1)
+        self.host.resume()
+
+    do_s = do_n = do_next = do_step
+
+    def do_return(self, arg: str) -> None:
+        """r(eturn)
+        Run the rest of the graph; stop at the generated instruction after its call."""
+        self.host.engine.graph_steps.finish()
+        self.host.engine.set_step(1)
+        self.host.resume()
+
+    do_r = do_return
+
+    def do_continue(self, arg: str) -> None:
+        """c(ont(inue))
+        Run the rest of the graph, and on until a breakpoint."""
+        self.host.engine.graph_steps.finish()
+        self.host.engine.set_continue()
+        self.host.resume()
+
+    do_c = do_cont = do_continue
+
+    # -- looking --------------------------------------------------------------------------
+    def do_locals(self, arg: str) -> None:
+        """locals
+        What the graph has computed so far and still holds, by node name
+        (FX frees each value after its last use), inputs included."""
+        stop = self.stop
+        for line in graph_steps.values_lines(stop.graph.values(stop.frame.f_locals)):
+            self.host.write(line)
+
+    def do_p(self, arg: str) -> None:
+        """p NODE | pp NODE
+        The value node NODE computed (torch's repr), if the graph holds it."""
+        name = arg.strip()
+        if not name:
+            raise CommandError("usage: p NODE")
+        stop = self.stop
+        names = {n.name for n in stop.graph.nodes}
+        if name not in names:
+            raise CommandError(f"graph {stop.graph.number} has no node {name!r}")
+        value = dict(stop.graph.values(stop.frame.f_locals)).get(name, MISSING)
+        if value is MISSING:
+            raise CommandError(f"{name}: not computed yet, or freed after its last use")
+        self.host.write(safe_repr(value))
+
+    do_pp = do_print = do_p
+
+    def do_where(self, arg: str) -> None:
+        """w(here) | bt
+        The graph's node, above the generated frame that called it."""
+        stop = self.stop
+        caller = stop.caller
+        if caller is not None:
+            self.host.write(f"  {caller.f_code.co_name} at "
+                            f"{caller.f_code.co_filename}:{caller.f_lineno}  (generated code)")
+        self.host.write(f"> {stop.tag} node {stop.node.name}")  # type: ignore[attr-defined]  # an FX node
+
+    do_w = do_bt = do_where
+
+    def do_list(self, arg: str) -> None:
+        """l(ist) | graph
+        The graph's nodes, `->` at the one about to run."""
+        stop = self.stop
+        for node in stop.graph.nodes:
+            mark = "->" if node is stop.node else "  "
+            self.host.write(f"{mark} {node.name:<20} {node.op:<14} {target_text(node.target)}")
+
+    do_l = do_ll = do_graph = do_list

@@ -1,0 +1,236 @@
+"""Into the graph (issue 50, first slice): `s` at the call of a compiled graph
+steps its FX nodes, in the real CLI, on tests/programs/into_graph.py.
+
+Checked against torch's own account and against eager execution, never
+against strings copied from one release:
+- the nodes stopped at, in order, and each one's user line: the program
+  prints, after its run, each node of dynamo's graph with the innermost
+  frame of node.meta["stack_trace"] (read by the program itself);
+- each node's value shown (`p NODE`, torch's repr at 10 decimals): the same
+  model and input run eagerly in this process;
+- the program's result: the same as a plain run (stepping changes nothing).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import ROOT, Run, run_dyndbg, run_plain
+from transcript import no_traceback
+
+PROGRAM = ROOT / "tests" / "programs" / "into_graph.py"
+PYTHON_CORE = {"DYNDBG_CORE": "python", "DYNDBG_TRACER": "settrace"}
+CORES = ["python", "c"]
+HEAD = re.compile(r"^\[graph (\d+) (\S+) forward\] node (\d+)/(\d+) (\S+): (.*)$")
+GRAPH_PROMPT = "(dyndbg graph) "
+PROMPT = "(dyndbg) "
+
+
+class Account:
+    """What the program printed of its own graph: (name, op, file, line) per node."""
+
+    def __init__(self, run: Run) -> None:
+        assert run.returncode == 0, run.stderr[-3000:]
+        lines = run.stdout.splitlines()
+        self.result = next(line for line in lines if line.startswith("result "))
+        start, end = lines.index("--- torch's account ---"), lines.index("--- end ---")
+        self.nodes: list[tuple[str, str, str, int]] = []
+        for line in lines[start + 1:end]:
+            _, name, op, where = line.split(" ", 3)
+            path, _, number = where.rpartition(":")
+            self.nodes.append((name, op, path, int(number) if number.isdigit() else -1))
+
+    @property
+    def stepped(self) -> list[tuple[str, str, str, int]]:
+        return [n for n in self.nodes if n[1] not in ("placeholder", "output")]
+
+
+def _eager_values() -> dict[str, object]:
+    """Each node of the program's graph, computed eagerly on the same model
+    and input (the program's make()), by dynamo's node names."""
+    import torch
+    spec = importlib.util.spec_from_file_location("into_graph_program", PROGRAM)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    model, x = module.make()
+    with torch.no_grad():
+        linear = model.l1(x)
+        h = torch.relu(linear)
+        linear_1 = model.l2(h)
+        y = linear_1 * 2
+        return {"linear": linear, "h": h, "linear_1": linear_1, "y": y, "sum_1": y.sum()}
+
+
+def _numbers(text: str) -> list[float]:
+    """The elements of a tensor's repr (`tensor([[1.5, -2.0], ...], grad_fn=...)`)."""
+    body = text.split("tensor(", 1)[1]
+    body = re.split(r",\s*(grad_fn|requires_grad|dtype)=", body)[0]
+    return [float(v) for v in re.findall(r"-?\d+\.\d+(?:e[-+]?\d+)?|-?\d+\.(?!\d)", body)]
+
+
+def _segments(text: str) -> list[tuple[str, list[str]]]:
+    found: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        for prompt in (GRAPH_PROMPT, PROMPT):
+            if line.startswith(prompt):
+                found.append((line[len(prompt):], []))
+                break
+        else:
+            if found:
+                found[-1][1].append(line)
+    return found
+
+
+@pytest.fixture(scope="module")
+def account() -> Account:
+    return Account(run_plain(PROGRAM, "eager"))
+
+
+@pytest.fixture(scope="module", params=CORES)
+def stepped(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+            account: Account) -> tuple[Run, list]:
+    names = [n[0] for n in account.stepped]
+    assert names, account.nodes
+    commands = ["b __compiled_fn_*", "c", "s"]
+    for name in names:          # at each next node, the one before has run
+        commands += ["s", f"p {name}"]
+    commands += ["locals", "s", "c"]
+    run = run_dyndbg([PROGRAM, "eager"], commands, tmp_path_factory.mktemp("into_graph"),
+                     env={"DYNDBG_CORE": request.param, "DYNDBG_TRACER": "settrace"})
+    no_traceback(run)
+    if request.param == "c" and "compiled core" in run.transcript:
+        pytest.skip("the compiled core is not built here")
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run, _segments(run.transcript)
+
+
+def test_eager_graph_stops_before_each_node_at_torchs_user_line(stepped, account: Account) -> None:
+    run, segments = stepped
+    heads = [(command, line) for command, lines in segments for line in lines if HEAD.match(line)]
+    expected = account.stepped
+    assert len(heads) == len(expected) + 1, run.transcript[-4000:]        # + the output node
+    for (command, head), (name, op, path, number) in zip(heads, expected):
+        match = HEAD.match(head)
+        assert match is not None and command == "s"
+        assert match[2] == "eager" and match[5] == name and match[6].startswith(op), head
+        # the next line: the user's line, as torch's stack trace has it, and its source
+        lines = next(lines for _, lines in segments if head in lines)
+        place = lines[lines.index(head) + 1].strip()
+        source = Path(path).read_text().splitlines()[number - 1].strip()
+        assert place == f"at {os.path.basename(path)}:{number}: {source}", place
+    last = HEAD.match(heads[-1][1])
+    assert last is not None and last[5] == "output" and last[3] == last[4]
+
+
+def test_each_value_shown_is_the_eager_value(stepped, account: Account) -> None:
+    import torch
+    run, segments = stepped
+    eager = _eager_values()
+    stepped_names = [n[0] for n in account.stepped]
+    assert sorted(stepped_names) == sorted(eager), \
+        f"the program's graph has other nodes now: {stepped_names}"
+    shown = {command[2:]: lines for command, lines in segments if command.startswith("p ")}
+    assert sorted(shown) == sorted(eager)
+    for name, value in eager.items():
+        text = " ".join(shown[name])
+        assert text.startswith("tensor("), text
+        numbers = torch.tensor(_numbers(text), dtype=torch.float64)
+        expected = value.reshape(-1).double()   # type: ignore[attr-defined]
+        assert numbers.numel() == expected.numel(), (name, text)
+        assert torch.allclose(numbers, expected, rtol=0, atol=1e-9), (name, text)
+
+
+def test_locals_holds_what_is_computed_and_not_freed(stepped, account: Account) -> None:
+    run, segments = stepped
+    lines = next(lines for command, lines in segments if command == "locals")
+    names = [line.split(" = ")[0].strip() for line in lines]
+    # at the output node, only its input is still held: FX freed the rest after their last use
+    assert names == ["sum_1"], lines
+
+
+def test_after_the_graph_the_next_stop_is_after_the_call(stepped, account: Account) -> None:
+    run, segments = stepped
+    commands = [command for command, _ in segments]
+    after = segments[commands.index("locals") + 1]
+    assert after[0] == "s"
+    assert after[1][0].startswith("> forward ["), after[1]
+    assert any(line.startswith("graph 1 returned 1 output") for line in after[1]), after[1]
+    assert account.result in run.stdout            # the same result as the plain run
+
+
+def test_a_backend_with_no_way_in_is_stepped_over_in_one_line(tmp_path: Path) -> None:
+    """tests/programs/rewriting_backends.py: f's backend rewrites the graph
+    (tanh becomes sigmoid) and returns gm.forward: the graph stepped is the
+    one that runs, sigmoid; g's backend returns a function of its own: one
+    line, and the step goes over the call."""
+    program = ROOT / "tests" / "programs" / "rewriting_backends.py"
+    plain = run_plain(program)
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    commands = ["b __compiled_fn_*", "c", "s", "s", "s", "s", "c", "s", "c"]
+    run = run_dyndbg(program, commands, tmp_path, env=PYTHON_CORE)
+    no_traceback(run)
+    heads = [line for line in run.transcript.splitlines() if HEAD.match(line)]
+    assert len(heads) == 4 and all(h.startswith("[graph 1 tanh_to_sigmoid forward]") for h in heads), heads
+    assert any(h.endswith(" torch.sigmoid") for h in heads) and \
+        not any("tanh" in h.split(": ", 1)[1] for h in heads), heads
+    notes = [line for line in run.transcript.splitlines() if "gives no way in" in line]
+    assert notes == ["dyndbg: graph 3's backend (wrapped_call) gives no way in; stepping over"], \
+        run.transcript[-3000:]
+    after = _segments(run.transcript)[-2]
+    assert after[0] == "s" and after[1][1].startswith("> g ["), after
+    for line in plain.stdout.splitlines():
+        if line.startswith(("f:", "g:")):
+            assert line in run.stdout
+
+
+def test_aot_eager_forward_steps_at_torchs_lines_then_r_returns(tmp_path: Path) -> None:
+    """aot_eager: AOT's forward graph (aten nodes) is the one stepped; each
+    stop's user line is one of the lines of torch's account of the graph,
+    and `r` runs the rest of it to the instruction after the call."""
+    account = Account(run_plain(PROGRAM, "aot_eager"))
+    places = {(os.path.basename(path), number) for _, _, path, number in account.stepped}
+    run = run_dyndbg([PROGRAM, "aot_eager"], ["b __compiled_fn_*", "c", "s", "s", "s", "r", "c"],
+                     tmp_path, env=PYTHON_CORE)
+    no_traceback(run)
+    segments = _segments(run.transcript)
+    heads = [lines for command, lines in segments if command == "s"
+             and lines and HEAD.match(lines[0])]
+    assert len(heads) == 3, run.transcript[-3000:]
+    for lines in heads:
+        match = HEAD.match(lines[0])
+        assert match is not None and match[2] == "aot_eager"
+        assert match[6].startswith("call_function torch.ops.aten."), lines[0]
+        place = re.match(r"at (\S+):(\d+): ", lines[1].strip())
+        assert place is not None and (place[1], int(place[2])) in places, lines[1]
+    returned = next(lines for command, lines in segments if command == "r")
+    assert returned[0].startswith("> forward ["), returned
+    assert account.result in run.stdout
+
+
+@pytest.mark.skipif(not hasattr(sys, "monitoring"),
+                    reason="sys.monitoring exists from Python 3.12 (3.11: settrace)")
+def test_sys_monitoring_steps_over_a_graph_and_says_so_once(tmp_path: Path) -> None:
+    """sys.monitoring (3.12+'s default) cannot step into a graph yet: the first
+    `s` at a graph's call says so in one line and steps over it, as `si` does;
+    a later `s` at a graph's call steps over it without saying it again."""
+    commands = ["b __compiled_fn_*", "c", "s", "c", "s", "c"]
+    run = run_dyndbg(ROOT / "samples" / "graph_break.py", commands, tmp_path,
+                     env={"DYNDBG_TRACER": None})
+    no_traceback(run)
+    assert run.returncode == 0, run.stderr[-3000:]
+    notes = [line for line in run.transcript.splitlines() if "needs the settrace" in line]
+    assert len(notes) == 1, run.transcript[-3000:]
+    assert re.fullmatch(r"dyndbg: graph \d+: stepping into a graph needs the settrace mechanism "
+                        r"for now \(DYNDBG_TRACER=settrace; this is \S+\); stepping over "
+                        r"\(said once a session\)", notes[0]), notes
+    steps = [lines for command, lines in _segments(run.transcript) if command == "s"]
+    assert len(steps) == 2 and not any(HEAD.match(line) for lines in steps for line in lines)
+    for lines in steps:   # the instruction after the call, its outputs on the stack
+        stop = next(line for line in lines if line.startswith("> "))
+        assert re.search(r"instr \d+/\d+ ", stop), lines
+        assert any(re.match(r"graph \d+ returned \d+ outputs?:", line) for line in lines), lines
