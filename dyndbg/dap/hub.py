@@ -1,8 +1,8 @@
 """What a request family (stop_requests.py, code_requests.py,
-breakpoint_requests.py, compile_stop_requests.py) may ask of the hub that holds
-them, requests.py's Requests, the one implementation: the families talk to
-this and never import requests.py, as ui/'s command families talk to
-ui/commands/host.py; and what the hub asks of the front end in the program
+breakpoint_requests.py, compile_stop_requests.py, graph_stop_requests.py)
+may ask of the hub that holds them, requests.py's Requests, the one
+implementation: the families talk to this and never import requests.py,
+as ui/'s command families talk to ui/commands/host.py; and what the hub asks of the front end in the program
 (server.py), which it never imports."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from dyndbg.engine.codeinfo import Instr
     from dyndbg.engine.debugger import Engine
     from dyndbg.engine.stop import Stop
-    from dyndbg.engine.stop import CompileStop
+    from dyndbg.engine.stop import CompileStop, GraphStop
     from dyndbg.ui.session import CommandOutput, Session
 
 
@@ -55,6 +55,9 @@ class Hub(Protocol):
 
     @property
     def compile_stop(self) -> CompileStop | None: ...   # stopped while dynamo compiles
+
+    @property
+    def graph_stop(self) -> GraphStop | None: ...   # stopped inside a compiled graph
 
     stop_thread: int        # the DAP id of the stopped thread
     # Run after the response to a request is sent (the spec's order).

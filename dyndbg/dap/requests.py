@@ -16,6 +16,7 @@ from dyndbg.dap.code_requests import CodeRequests
 from dyndbg.dap.protocol import RequestError
 from dyndbg.dap.stop_requests import StopRequests, refuse_in_console
 from dyndbg.dap.compile_stop_requests import PREFIX, CompileStopRequests, stop_text
+from dyndbg.dap.graph_stop_requests import GraphStopRequests, stop_description
 from dyndbg.dynamo.compiles import GeneratedCode
 from dyndbg.engine.stop import Stop, StopReason
 from dyndbg.engine.threads import ENGINE_LOCK
@@ -25,7 +26,7 @@ from dyndbg.ui.text.values import exception_text
 if TYPE_CHECKING:
     from dyndbg.dap.hub import Frontend
     from dyndbg.engine.debugger import Engine
-    from dyndbg.engine.stop import CompileStop
+    from dyndbg.engine.stop import CompileStop, GraphStop
 
 
 class QuietReader:
@@ -78,6 +79,7 @@ class Requests:
         self.breaks = BreakpointRequests(self)
         self.code = CodeRequests(self)
         self.compile_requests = CompileStopRequests(self, self.stops.refs)
+        self.graph_requests = GraphStopRequests(self, self.stops.refs)
         self._families = (self, self.stops, self.breaks, self.code)
         # The registry tells the engine of new code; the client hears of it after.
         told_engine = engine.registry.on_add
@@ -102,6 +104,11 @@ class Requests:
         """The compile stop the client is stopped at."""
         return self.engine.held.compile if self.frontend.stopped else None
 
+    @property
+    def graph_stop(self) -> GraphStop | None:
+        """The stop inside a compiled graph the client is stopped at."""
+        return self.engine.held.graph if self.frontend.stopped else None
+
     def code_added(self, entry: GeneratedCode) -> None:
         """Runs while dynamo compiles: nothing may escape into it."""
         try:
@@ -114,6 +121,10 @@ class Requests:
     def handler(self, command: str) -> Callable[[dict], dict | None] | None:
         if self.compile_stop is not None:   # at a compile stop, its own first
             found = self.compile_requests.handler(command)
+            if found is not None:
+                return found
+        if self.graph_stop is not None:     # at a graph stop, its own first
+            found = self.graph_requests.handler(command)
             if found is not None:
                 return found
         name = "r_" + command.replace("/", "_")
@@ -198,6 +209,18 @@ class Requests:
         if text is not None:
             body["text"] = text
         self.event("stopped", body)
+
+    def graph_stopped(self, stop: GraphStop) -> None:
+        """A stop inside a compiled graph: what the prompt prints, then the event."""
+        self.stop_thread = self.threads.of(threading.current_thread())
+        session = self.session
+        shown = session.output_of(lambda: session.graph_commands.print_stop(stop)).text
+        if shown:
+            self.frontend.output(shown)
+        self.event("stopped", {"reason": "breakpoint" if stop.breakpoints else "step",
+                               "threadId": self.stop_thread,
+                               "description": stop_description(stop),
+                               "allThreadsStopped": False, "preserveFocusHint": False})
 
     def resumed(self) -> None:
         self.stops.forget_stop()

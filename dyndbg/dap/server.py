@@ -9,7 +9,8 @@ them, as at the prompt. While the program runs, the reader thread serves
 the requests that need no stop (breakpoints, threads, pause, sources),
 holding the engine's lock; the others are refused with a reason. A stop
 while dynamo compiles (interact_compile) is served the same way, on the
-compiling thread, by the requests of dap/compile_stop_requests.py.
+compiling thread, by the requests of dap/compile_stop_requests.py; a stop
+inside a compiled graph by those of dap/graph_stop_requests.py.
 """
 from __future__ import annotations
 
@@ -83,11 +84,12 @@ class DapFrontend:
         self._hold(lambda: self.requests.compile_stopped(stop))
 
     def interact_graph(self, stop: GraphStop) -> None:
-        """A stop inside a compiled graph: not served in the editor yet (issue
-        50); said in one line, and the graph runs on to its end."""
-        self.output(f"dyndbg: {stop.tag}: stepping into a graph is not in the editor yet; "
-                    "running it to its end")
-        self.engine.graph_steps.finish()
+        """A stop inside a compiled graph (stepIn at its call), served on the
+        graph's thread by the requests of dap/graph_stop_requests.py."""
+        if self.channel is None or self.engine.detached:
+            self.engine.graph_steps.finish()   # no client: the graph runs on
+            return
+        self._hold(lambda: self.requests.graph_stopped(stop))
 
     def _hold(self, announce: Callable[[], None]) -> None:
         """Stopped: `announce` tells the client, then its requests are served

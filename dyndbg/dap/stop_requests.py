@@ -193,8 +193,16 @@ class StopRequests:
             engine.set_next_line(frame)
 
     def r_stepIn(self, arguments: dict) -> None:
+        """By line or statement, at a compiled graph's call: into the graph,
+        as `s` at the prompt; by instruction, over it as `si`."""
         frame = self._stepped_frame()
         engine = self.requests.engine
+        if not self._by_instruction(arguments):
+            note = self.requests.session.step_into_graph_here()
+            if note is not None:
+                if note:
+                    self.requests.frontend.output(f"dyndbg: {note}")
+                return
         if self._by_instruction(arguments):
             engine.set_step()
         else:

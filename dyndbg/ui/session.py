@@ -203,6 +203,18 @@ class Session(StopView):
             return stop
         return stop._replace(state=self.compile_level)
 
+    def step_into_graph_here(self) -> str | None:
+        """At the call of a compiled graph (the stop's own instruction), step
+        into it once the stop ends (`s` at the prompt, stepIn in the editor):
+        "" when entered, else the one line saying why it is stepped over.
+        None where the stop is at no graph's call (nothing is set)."""
+        call, stop = self.graph_call, self.stop
+        if call is None or stop is None or call.frame is not stop.frame or \
+                call.index != stop.instr.index:
+            return None
+        from dyndbg.dynamo.graphs.views import graph_backend
+        return self.engine.step_into_graph(call.frame, call.name, graph_backend(call.name))
+
     def enter(self, stop: Stop) -> None:
         """Look at `stop`, the one the engine holds (the editor front end
         shares this): its frames, the innermost selected."""

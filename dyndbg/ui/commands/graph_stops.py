@@ -63,14 +63,30 @@ class GraphStopCommands:
         for line in graph_steps.stop_lines(stop.tag, step):
             self.host.write(line)
 
-    # -- running ------------------------------------------------------------------------
+    # -- running (the prompt's commands below, the editor's requests) ------------------------
+    def next_node(self) -> None:
+        """Once this stop ends: the graph's next node (after its last, the
+        generated instruction after the call)."""
+        self.host.engine.set_step(1)
+
+    def run_to_end(self) -> None:
+        """Once this stop ends: no more stops in the graph; the generated
+        instruction after its call."""
+        self.host.engine.graph_steps.finish()
+        self.host.engine.set_step(1)
+
+    def run_on(self) -> None:
+        """Once this stop ends: the rest of the graph, and on until a breakpoint."""
+        self.host.engine.graph_steps.finish()
+        self.host.engine.set_continue()
+
     def do_step(self, arg: str) -> None:
         """s(tep) | n(ext)
         Run this node and stop before the graph's next one; after its last,
         at the generated instruction after the graph's call."""
         if arg.strip():
             raise CommandError("inside a graph, s and n take no count (one node at a time)")
-        self.host.engine.set_step(1)
+        self.next_node()
         self.host.resume()
 
     do_s = do_n = do_next = do_step
@@ -78,8 +94,7 @@ class GraphStopCommands:
     def do_return(self, arg: str) -> None:
         """r(eturn)
         Run the rest of the graph; stop at the generated instruction after its call."""
-        self.host.engine.graph_steps.finish()
-        self.host.engine.set_step(1)
+        self.run_to_end()
         self.host.resume()
 
     do_r = do_return
@@ -87,8 +102,7 @@ class GraphStopCommands:
     def do_continue(self, arg: str) -> None:
         """c(ont(inue))
         Run the rest of the graph, and on until a breakpoint."""
-        self.host.engine.graph_steps.finish()
-        self.host.engine.set_continue()
+        self.run_on()
         self.host.resume()
 
     do_c = do_cont = do_continue

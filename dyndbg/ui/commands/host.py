@@ -81,6 +81,7 @@ class Host(Protocol):
     engine: Engine
 
     def resume(self) -> None: ...
+    def step_into_graph_here(self) -> str | None: ...   # s at a graph's call: enter it
 
     # output
     highlighter: Highlighter

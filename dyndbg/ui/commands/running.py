@@ -22,13 +22,8 @@ class RunningCommands:
         forward, a backend returning a GraphModule's forward), s enters it: a
         stop before each of its FX nodes (n and si step over it)."""
         count = parse_count(arg, "step count")
-        call = self.host.graph_call
-        stop = self.host.stop
-        if call is not None and count == 1 and stop is not None and \
-                call.frame is stop.frame and call.index == stop.instr.index:
-            from dyndbg.dynamo.graphs.views import graph_backend
-            note = self.host.engine.step_into_graph(call.frame, call.name,
-                                                    graph_backend(call.name))
+        note = self.host.step_into_graph_here() if count == 1 else None
+        if note is not None:
             if note:
                 self.host.write(f"dyndbg: {note}")
             self.host.resume()

@@ -1,0 +1,164 @@
+"""Requests at a stop inside a compiled graph (issue 50): before one FX node
+of the program's own graph runs, entered by stepIn at the graph's call.
+
+The stack trace has the graph as a frame above the generated frame that
+called it: its source is the user's file and line the node comes from (the
+node's stack trace), so the editor highlights the user's line. Its scope
+"Graph values" holds what the graph has computed so far and still holds,
+the inputs included; the node's own inputs come first in "Node inputs".
+next and stepIn run the node and stop before the next one (after the last,
+at the generated instruction after the call), stepOut runs the rest of the
+graph and stops there, continue runs on. The debug console runs the
+prompt's graph-stop commands (`locals`, `p NODE`, `l`). What only makes
+sense for generated code is refused with the reason.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from dyndbg.dap.protocol import RequestError
+from dyndbg.dap.stop_requests import console, stack_trace, variables_of
+from dyndbg.dap.variables import References, variable
+from dyndbg.dynamo.graphs.stepping import MISSING, node_step
+from dyndbg.engine.stop import GraphStop
+from dyndbg.ui.text import graph_steps
+
+if TYPE_CHECKING:
+    from dyndbg.dap.hub import Hub
+
+# Frame ids of graph stops: apart from those of generated-code stops (counted
+# from 1) and of compile stops (from 1 << 30), so that no id is taken for a
+# frame of another kind of stop.
+GRAPH_FRAME = 1 << 29        # the graph, before its node
+CALLER_FRAME = GRAPH_FRAME + 1   # the generated frame that called it
+
+NOT_GENERATED = "the program is inside compiled graph {n}, between its nodes"
+REFUSED = {
+    "disassemble": "disassemble: " + NOT_GENERATED + " (the debug console's `l` lists them)",
+    "stepBack": "stepBack: the recording holds generated code only; " + NOT_GENERATED,
+    "reverseContinue": "reverseContinue: the recording holds generated code only; "
+                       + NOT_GENERATED,
+    "exceptionInfo": "exceptionInfo: not stopped at an exception; " + NOT_GENERATED,
+    "goto": "goto: a graph runs its nodes in order; " + NOT_GENERATED,
+}
+
+
+def stop_description(stop: GraphStop) -> str:
+    """The stopped event's description: the stop's first line, as the prompt prints it."""
+    step = node_step(stop.graph, stop.node, stop.frame.f_locals)
+    return graph_steps.stop_lines(stop.tag, step)[0]
+
+
+class GraphStopRequests:
+    def __init__(self, requests: "Hub", refs: References) -> None:
+        self.requests = requests
+        self.refs = refs          # shared with the other stops: no reuse
+
+    @property
+    def session(self):
+        return self.requests.session
+
+    def checked_stop(self) -> GraphStop:
+        stop = self.requests.graph_stop
+        if stop is None:
+            raise RequestError("not stopped inside a compiled graph")
+        return stop
+
+    def handler(self, command: str) -> Callable[[dict], dict | None] | None:
+        """This family's handler for `command` at a graph stop, a refusal for
+        what needs generated code, or None (the usual one serves)."""
+        found = getattr(self, "r_" + command.replace("/", "_"), None)
+        if found is not None:
+            return found
+        why = REFUSED.get(command)
+        if why is None:
+            return None
+
+        def refuse(arguments: dict) -> None:
+            raise RequestError(why.format(n=self.checked_stop().graph.number))
+        return refuse
+
+    # -- frames ----------------------------------------------------------------------------
+    def r_stackTrace(self, arguments: dict) -> dict:
+        stop = self.checked_stop()
+        step = node_step(stop.graph, stop.node, stop.frame.f_locals)
+        graph: dict[str, Any] = {"id": GRAPH_FRAME, "column": 1,
+                                 "name": f"{stop.tag} {step.name}"}
+        if step.place is not None:
+            path, line = step.place
+            graph.update(self.requests.code.file_source(path))
+            graph["line"] = line
+        else:   # torch kept no stack trace for this node: no line of the user's
+            graph.update({"line": 0, "presentationHint": "label"})
+        frames = [graph]
+        caller = stop.caller
+        if caller is not None:
+            engine = self.requests.engine
+            entry = engine.entry_for(caller.f_code)
+            instr = None if entry is None else engine.info_for(entry).containing(caller.f_lasti)
+            if entry is not None and instr is not None:
+                frames.append(self.requests.code.frame_dict(CALLER_FRAME, entry.label(), entry,
+                                                            instr, caller.f_code.co_filename))
+        return stack_trace(frames, arguments)
+
+    # -- scopes and variables ----------------------------------------------------------------
+    def r_scopes(self, arguments: dict) -> dict:
+        stop = self.checked_stop()
+        frame_id = arguments.get("frameId")
+        if frame_id == CALLER_FRAME and stop.caller is not None:
+            names = sorted(stop.caller.f_locals.items())
+            return {"scopes": [self._scope("Locals", "locals", names)]}
+        if frame_id not in (None, GRAPH_FRAME):
+            raise RequestError(f"no frame {frame_id!r} at this stop (frame ids die on resume)")
+        step = node_step(stop.graph, stop.node, stop.frame.f_locals)
+        inputs = [(name, value) for name, value in step.inputs if value is not MISSING]
+        held = stop.graph.values(stop.frame.f_locals)
+        return {"scopes": [self._scope("Node inputs", "arguments", inputs),
+                           self._scope("Graph values", "locals", held)]}
+
+    def _scope(self, name: str, hint: str, items: Sequence[tuple[str, object]]) -> dict:
+        return {"name": name, "presentationHint": hint, "expensive": False,
+                "variablesReference": self.refs.scope(list(items)),
+                "namedVariables": len(items)}
+
+    def r_variables(self, arguments: dict) -> dict:
+        self.checked_stop()
+        return variables_of(self.refs, arguments, "when the graph goes on")
+
+    # -- evaluation ------------------------------------------------------------------------
+    def r_evaluate(self, arguments: dict) -> dict:
+        expression = arguments.get("expression")
+        if not isinstance(expression, str):
+            raise RequestError("'expression' must be a string")
+        stop = self.checked_stop()
+        if (arguments.get("context") or "repl") == "repl":
+            return console(self.requests, expression)
+        # hover and watch: a node's name, read from the graph's frame, nothing run
+        name = expression.strip()
+        if name not in {n.name for n in stop.graph.nodes}:
+            raise RequestError(f"graph {stop.graph.number} has no node {name!r}")
+        value = dict(stop.graph.values(stop.frame.f_locals)).get(name, MISSING)
+        if value is MISSING:
+            raise RequestError(f"{name}: not computed yet, or freed after its last use")
+        result = variable("", value, self.refs)
+        return {"result": result["value"], "type": result.get("type", ""),
+                "variablesReference": result["variablesReference"]}
+
+    # -- running on ------------------------------------------------------------------------
+    def r_continue(self, arguments: dict) -> dict:
+        self.checked_stop()
+        self.session.graph_commands.run_on()
+        return {"allThreadsContinued": False}
+
+    def r_next(self, arguments: dict) -> None:
+        self.checked_stop()
+        self.session.graph_commands.next_node()
+
+    r_stepIn = r_next
+
+    def r_stepOut(self, arguments: dict) -> None:
+        self.checked_stop()
+        self.session.graph_commands.run_to_end()
+
+    def r_pause(self, arguments: dict) -> None:
+        """Already stopped."""

@@ -1,0 +1,116 @@
+"""Into a compiled graph through the Debug Adapter Protocol (issue 50): a
+function breakpoint on `__compiled_fn_*` stops at the graph's call, stepIn
+enters the graph, and each stop before an FX node is a frame whose source is
+the user's file at the node's line, above the generated frame that called
+it. Checked against torch's own account of the same graph (each node's
+innermost user frame in node.meta["stack_trace"], printed by the program
+itself after its run) and the program's output without dyndbg.
+
+Graph stepping needs the settrace mechanism for now (sys.monitoring steps
+over, tests/test_into_graph.py); this runs on settrace on every Python."""
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from dap_client import DapClient
+from dap_session import Dap
+from harness import ROOT, child_env, run_plain
+
+PROGRAM = ROOT / "tests" / "programs" / "into_graph.py"
+GRAPH_STOP = re.compile(r"\[graph (\d+) eager forward\] node (\d+)/(\d+) (\w+): ")
+ACCOUNT = re.compile(r"^node (\w+) (\w+) (\S+)$", re.M)
+
+
+@pytest.fixture
+def dap():
+    env = child_env(extra={"DYNDBG_TRACER": "settrace"})
+    client = DapClient.start_adapter(cwd=ROOT, env=env)
+    try:
+        yield Dap(client)
+    finally:
+        process = client.process   # type: ignore[attr-defined]
+        if process.poll() is None:
+            process.kill()
+        client.close()
+
+
+def scope_names(dap: Dap, frame_id: int) -> dict[str, list[str]]:
+    scopes = dap.client.ok("scopes", {"frameId": frame_id})["scopes"]
+    return {s["name"]: [v["name"] for v in dap.client.ok(
+        "variables", {"variablesReference": s["variablesReference"]})["variables"]]
+        for s in scopes}
+
+
+def test_step_in_enters_the_graph_at_the_users_lines(dap):
+    dap.start("launch", {"program": str(PROGRAM), "cwd": str(ROOT), "args": ["eager"],
+                         "stopOnEntry": False},
+              function_breakpoints=[{"name": "__compiled_fn_*"}])
+    call = dap.stopped(reason="function breakpoint")
+    caller = dap.top()
+    assert re.fullmatch(r".+ \[\d+/\d+\]", caller["name"]), caller
+
+    seen: list[tuple[str, str, int]] = []     # (node, source path, line) at each graph stop
+    stop = dap.step("stepIn")
+    while GRAPH_STOP.match(stop.get("description", "")):
+        node = GRAPH_STOP.match(stop["description"])[4]
+        frames = dap.frames()
+        graph, below = frames[0], frames[1]
+        assert graph["name"].endswith(f"eager forward] {node}"), frames
+        # the generated frame that called the graph, still at its call
+        assert below["name"] == caller["name"] and \
+            below["instructionPointerReference"] == caller["instructionPointerReference"], frames
+        seen.append((node, (graph.get("source") or {}).get("path", ""), graph["line"]))
+        scopes = scope_names(dap, graph["id"])
+        assert set(scopes) == {"Node inputs", "Graph values"}, scopes
+        assert set(scopes["Node inputs"]) <= set(scopes["Graph values"]), scopes
+        for name in scopes["Node inputs"]:   # a watch reads a node's value, nothing run
+            value = dap.client.ok("evaluate", {"expression": name, "context": "watch",
+                                               "frameId": graph["id"]})
+            assert value["result"].startswith("tensor(") or value["type"], value
+        if len(seen) == 2:   # the debug console runs the prompt's graph-stop commands
+            listing = dap.repl("l")
+            assert f"-> {node} " in listing, listing
+            refused = dap.client.request("disassemble", {"memoryReference": "0x0",
+                                                         "instructionCount": 1})
+            assert refused["success"] is False and "inside compiled graph" in refused["message"]
+        stop = dap.step("stepIn")
+    assert len(seen) >= 4, seen
+    # after the graph: the generated instruction after its call
+    after = dap.top()
+    assert after["name"] == caller["name"] and \
+        after["instructionPointerReference"] != caller["instructionPointerReference"], after
+    dap.client.ok("continue", {"threadId": dap.thread})
+    dap.wait_end(0)
+
+    out = dap.client.output("stdout")
+    account = {name: where for name, op, where in ACCOUNT.findall(out) if op != "placeholder"}
+    for node, path, line in seen:
+        if node == "output":
+            continue
+        where = account[node]
+        if where == "-":
+            assert line == 0, (node, path, line)
+        else:
+            assert f"{path}:{line}" == where, (node, path, line, where)
+    assert os.path.samefile(seen[0][1], PROGRAM)
+    assert out == run_plain(PROGRAM, "eager").stdout   # the program's output unchanged
+
+
+def test_step_out_of_a_graph_stops_after_its_call(dap):
+    dap.start("launch", {"program": str(PROGRAM), "cwd": str(ROOT), "args": ["eager"],
+                         "stopOnEntry": False},
+              function_breakpoints=[{"name": "__compiled_fn_*"}])
+    dap.stopped(reason="function breakpoint")
+    caller = dap.top()
+    stop = dap.step("stepIn")
+    assert GRAPH_STOP.match(stop["description"]), stop
+    stop = dap.step("stepOut")
+    assert not GRAPH_STOP.match(stop.get("description", "")), stop
+    after = dap.top()
+    assert after["name"] == caller["name"] and \
+        after["instructionPointerReference"] != caller["instructionPointerReference"], after
+    dap.client.ok("continue", {"threadId": dap.thread})
+    dap.wait_end(0)
