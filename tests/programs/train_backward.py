@@ -5,9 +5,10 @@ one graph, or two (a graph break between the layers).
 After training it prints its losses and parameters (a plain run and a run
 under dyndbg must print the same), then torch's own account of each
 graph's compiled backward: each backward node's name, op, innermost user
-frame from node.meta["stack_trace"] and seq_nr, read by the program itself
-from the autograd graph of a last forward (`grad_fn._forward_cls`, AOT's
-CompiledFunction), and the gradients the compiled backward gave."""
+frame from node.meta["stack_trace"] and seq_nr, the names of the values it
+returns (the gradients), and the forward graph's nodes with their seq_nr,
+read by the program itself from the autograd graph of a last forward
+(`grad_fn._forward_cls`, AOT's CompiledFunction)."""
 import re
 import sys
 import types
@@ -90,6 +91,12 @@ def main(mode: str) -> None:
             frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
             where = f"{frames[-1][0]}:{frames[-1][1]}" if frames else "-"
             print("node", node.name, node.op, where, node.meta.get("seq_nr"))
+            if node.op == "output":
+                print("outputs", *[getattr(a, "name", "None") for a in node.args[0]])
+        forward = _graph_module(cls.compiled_fw, set())
+        for node in forward.graph.nodes:
+            if node.op == "call_function":
+                print("forward", node.name, node.meta.get("seq_nr"))
     print("--- end ---")
 
 

@@ -31,6 +31,7 @@ import sys
 import types
 import weakref
 from dataclasses import dataclass, field
+from typing import Any
 
 from dyndbg.dynamo.graphs.lookup import _neighbours
 from dyndbg.dynamo.graphs.stepping import GraphCode, NoWayIn
@@ -123,7 +124,7 @@ def has_backward(value: object) -> bool:
     return _walk(value, _is_function_class) is not None
 
 
-def _fx_graph(compiled: object) -> object | None:
+def _fx_graph(compiled: object) -> Any:
     """The GraphModule behind a compiled graph (`boxed_nop.<locals>.run`'s `fx_g`)."""
     import torch.fx
 
@@ -163,10 +164,13 @@ class BackwardGraphCode(GraphCode):
         if self.gm is None:
             if code.co_name != "forward" or not code.co_filename.startswith("<eval_with_key>"):
                 return False
-            gm = _fx_graph(vars(self.cls).get("compiled_bw")) if self.cls is not None else None
-            if gm is None or frame.f_locals.get("self") is not gm:
+            if self.cls is None:
                 return False
-            self.gm, self.nodes = gm, list(gm.graph.nodes)  # type: ignore[attr-defined]  # a torch.fx.GraphModule
+            gm = _fx_graph(vars(self.cls).get("compiled_bw"))
+            if gm is None or id(frame.f_locals.get("self")) != id(gm):
+                return False
+            self.nodes = list(gm.graph.nodes)
+            self.gm = gm
             return True
         return super().is_frame(frame)
 
@@ -176,7 +180,7 @@ class BackwardGraphCode(GraphCode):
         fw = _fx_graph(vars(self.cls).get("compiled_fw")) if self.cls is not None else None
         if seq is None or fw is None:
             return None
-        for candidate in fw.graph.nodes:  # type: ignore[attr-defined]  # a torch.fx.GraphModule
+        for candidate in fw.graph.nodes:
             if candidate.op == "call_function" and candidate.meta.get("seq_nr") == seq:
                 return candidate
         return None
@@ -197,7 +201,7 @@ def backward_graph(cls: type, name: str, number: int, backend: str | None) -> Ba
         raise NoWayIn(f"{label}: its backend ({backend or 'unknown'}) gives no way in; "
                       "running on")
     code = _forward_code(gm) if gm is not None else None
-    nodes = list(gm.graph.nodes) if gm is not None else []  # type: ignore[attr-defined]  # a torch.fx.GraphModule
+    nodes = list(gm.graph.nodes) if gm is not None else []
     return BackwardGraphCode(name, number, "backward", backend or "unknown", gm, code, nodes, cls)
 
 
