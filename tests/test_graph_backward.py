@@ -226,3 +226,36 @@ def test_catch_backward_on_sys_monitoring_says_it_cannot(tmp_path: Path, account
     assert not [line for line in run.transcript.splitlines() if CAUGHT.match(line)]
     lines = run.stdout.splitlines()
     assert lines[:lines.index(ACCOUNT_START)] == account.output
+
+
+def test_the_backward_entry_is_torchs_compiled_function_backward() -> None:
+    """dynamo/graphs/backward.py's reading of torch, in this process: the one
+    code object watched is the CompiledFunction.backward autograd calls for
+    a real aot_eager graph, and the graph it names holds that class."""
+    import torch
+
+    from dyndbg.dynamo.graphs import backward
+    from dyndbg.dynamo.names import graph_number
+
+    program = _program()
+    sys.modules["train_backward_program"] = program   # where graph_of looks: loaded modules
+    model, x, y = program.make(False)
+    namespace: dict = {}
+    compiled = torch.compile(model, backend="aot_eager")
+    loss = compiled(x, y)
+    cls = loss.grad_fn._forward_cls
+    assert backward.backward_entry_code() is vars(cls)["backward"].__func__.__code__
+    found = backward.graph_of(cls)
+    assert found is not None and graph_number(found[0]) == found[1]
+    holder = next(vars(m) for m in list(sys.modules.values())
+                  if found[0] in getattr(m, "__dict__", namespace))
+    assert backward.has_backward(holder[found[0]])
+    graph = backward.backward_graph(cls, found[0], found[1], "aot_eager")
+    assert graph.gm is None and graph.part == "backward"    # compiled at the first backward()
+    loss.backward()
+    graph = backward.backward_graph(cls, found[0], found[1], "aot_eager")
+    for node in graph.nodes:            # each backward node: its forward node by seq_nr
+        forward = graph.forward_node(node)
+        if forward is not None:
+            assert forward.meta["seq_nr"] == node.meta["seq_nr"]
+    assert any(graph.forward_node(n) is not None for n in graph.nodes)

@@ -91,8 +91,15 @@ class BackwardCatcher:
         if so the stepper watches its GraphModule (and this frame's end)."""
         if self.held.current is not None or self.stepper.graph is not None:
             return False   # at a prompt (an expression ran backward), or in a graph already
-        cls = backward.function_class(frame)
-        found = backward.graph_of(cls) if cls is not None else None
+        try:
+            cls = backward.function_class(frame)
+            found = backward.graph_of(cls) if cls is not None else None
+        except Exception as error:  # noqa: BLE001 - a torch change: said once, no stop
+            said = self._once(f"dyndbg: catch backward: could not read which graph's backward "
+                              f"runs ({type(error).__name__}: {error}); no stop")
+            if said:
+                self.message(said)
+            return False
         if found is None:
             return False
         name, number = found

@@ -101,9 +101,8 @@ def _is_function_class(obj: object) -> bool:
 def graph_of(cls: type) -> tuple[str, int] | None:
     """(`__compiled_fn_*` global, graph number) of the graph whose
     CompiledFunction is `cls`: the live graph globals, each walked to its class."""
-    known = _GRAPHS.get(cls)
-    if known is not None:
-        return known
+    if cls in _GRAPHS:
+        return _GRAPHS[cls]
     for module in list(sys.modules.values()):
         namespace = getattr(module, "__dict__", None)
         if not isinstance(namespace, dict):
@@ -115,6 +114,7 @@ def graph_of(cls: type) -> tuple[str, int] | None:
             if _walk(namespace.get(name), lambda o: o is cls) is not None:
                 _GRAPHS[cls] = (name, number)
                 return name, number
+    _GRAPHS[cls] = None     # its graph's global is gone: no later one holds it
     return None
 
 

@@ -47,6 +47,8 @@ def stop_lines(tag: str, step: NodeStep) -> list[str]:
     lines = [head, "  " + place_text(step.place, step)]
     if step.op == "output":
         lines[0] = f"{tag} {position} output: the graph returns"
+        if step.part == "backward":
+            lines[1] = "  the gradients of its forward's inputs, in their order (None: none)"
     for name, value in step.inputs:
         lines.append(f"  in  {name} = {value_text(value)}")
     return lines
