@@ -65,7 +65,8 @@ class Account:
             elif kind == "outputs":
                 self.backwards[-1].outputs = rest
             elif kind == "forward":
-                self.backwards[-1].forward_seq[rest[0]] = None if rest[1] == "None" else int(rest[1])
+                seq = None if rest[1] == "None" else int(rest[1])
+                self.backwards[-1].forward_seq[rest[0]] = seq
 
 
 def _program():

@@ -51,14 +51,15 @@ def backward_entry_code() -> types.CodeType | None:
         return None
     seen: set[int] = set()
     queue: list[types.CodeType] = []
+    here = runtime_wrappers.__name__
     for value in vars(runtime_wrappers).values():
-        if isinstance(value, type) and value.__module__ == runtime_wrappers.__name__:
-            queue.extend(v.__code__ for v in vars(value).values()
-                         if isinstance(v, types.FunctionType))
-            queue.extend(v.__func__.__code__ for v in vars(value).values()
-                         if isinstance(v, staticmethod) and isinstance(v.__func__, types.FunctionType))
-        elif isinstance(value, types.FunctionType) and value.__module__ == runtime_wrappers.__name__:
-            queue.append(value.__code__)
+        if getattr(value, "__module__", None) != here:
+            continue
+        members = list(vars(value).values()) if isinstance(value, type) else [value]
+        for member in members:
+            member = member.__func__ if isinstance(member, staticmethod) else member
+            if isinstance(member, types.FunctionType):
+                queue.append(member.__code__)
     while queue:
         code = queue.pop()
         if id(code) in seen:
