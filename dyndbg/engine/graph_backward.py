@@ -44,6 +44,8 @@ class BackwardCatcher:
         self._code: types.CodeType | None = None    # watched now
         self._version = -1
         self._said: set[str] = set()                 # lines said once a session
+        # the backward being waited for: (CompiledFunction, global, graph number)
+        self._waiting: tuple[type, str, int] | None = None
 
     def catchpoints(self) -> list[Breakpoint]:
         return [bp for bp in self.breakpoints
@@ -108,11 +110,11 @@ class BackwardCatcher:
             return False
         try:
             graph = backward.backward_graph(cls, name, number, self.backend_of(name))  # type: ignore[arg-type]  # found above
-        except NoWayIn as why:
-            said = self._once(f"dyndbg: {why}")
-            if said:
-                self.message(said)
+        except NoWayIn:
+            self._no_way_in(cls, name, number)  # type: ignore[arg-type]  # found above
             return False
+
+        self._waiting = (cls, name, number)     # type: ignore[assignment]  # found above
 
         def first(graph_frame: types.FrameType) -> list[Breakpoint]:
             return self.breakpoints.take([(bp, None) for bp in reached],
@@ -127,5 +129,17 @@ class BackwardCatcher:
         """CompiledFunction.backward returns: a backward graph not entered
         (its code never ran) is no longer waited for."""
         if self.stepper.caller is frame:
+            entered = self.stepper.inside
             self.stepper.leave()
+            waiting, self._waiting = self._waiting, None
+            if not entered and waiting is not None:
+                self._no_way_in(*waiting)   # compiled just now, with no GraphModule to step
+
+    def _no_way_in(self, cls: type, name: str, number: int) -> None:
+        try:
+            backward.backward_graph(cls, name, number, self.backend_of(name))
+        except NoWayIn as why:
+            said = self._once(f"dyndbg: {why}")
+            if said:
+                self.message(said)
 
