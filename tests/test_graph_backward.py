@@ -199,6 +199,15 @@ def test_catch_backward_of_one_graph(tmp_path: Path) -> None:
         assert lines[:lines.index(ACCOUNT_START)] == plain.output
 
 
+def test_catch_backward_set_while_dynamo_compiles(tmp_path: Path) -> None:
+    """Set at a compile stop (the resume function's compile), with no stop
+    in generated code after it: it stops in every backward from then on."""
+    run = _run(["split"], ["catch trace", "c", "catch backward", "c", "c", "c", "c"], tmp_path)
+    assert "(dyndbg compile) catch backward" in run.transcript
+    caught = [m for m in map(CAUGHT.match, run.transcript.splitlines()) if m]
+    assert [m[2] for m in caught] == ["1", "2", "3", "4"], run.transcript[-3000:]
+
+
 def test_catch_backward_of_a_graph_not_there_and_help(tmp_path: Path, account: Account) -> None:
     run = _run(["one"], ["catch backward 99", "info breakpoints", "catch backward x",
                          "help catch", "c"], tmp_path)

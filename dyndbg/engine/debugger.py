@@ -253,7 +253,11 @@ class Engine:
         self.mode = mode
         self.tracer.retrace()
         self.hooks.set_callback_active(self._wants_callback())
-        note = self.backward_catch.sync()     # a `catch backward` set, disabled, deleted
+        self._sync_backward_catch()
+
+    def _sync_backward_catch(self) -> None:
+        """A `catch backward` set, disabled or cleared: watched from now on, or not."""
+        note = self.backward_catch.sync()
         if note:
             self.frontend.message(note)
 
@@ -323,6 +327,7 @@ class Engine:
     def _resume(self) -> None:
         self.compile_stops.compile_ended()
         if not self.detached:
+            self._sync_backward_catch()     # one set at a compile stop
             self.tracer.resume()
 
     # -- events (delivered by the tracing mechanism) -------------------------------
