@@ -245,7 +245,7 @@ def test_catch_backward_on_sys_monitoring_says_it_cannot(tmp_path: Path, account
                      env={"DYNDBG_TRACER": None})
     no_traceback(run)
     said = [line for line in run.transcript.splitlines() if "needs the settrace mechanism" in line]
-    assert len(said) == 1 and said[0].startswith("catch backward: "), run.transcript[-3000:]
+    assert len(said) == 1 and said[0].startswith("dyndbg: catch backward: "), run.transcript[-3000:]
     assert not [line for line in run.transcript.splitlines() if CAUGHT.match(line)]
     lines = run.stdout.splitlines()
     assert lines[:lines.index(ACCOUNT_START)] == account.output
@@ -267,7 +267,8 @@ def test_the_backward_entry_is_torchs_compiled_function_backward() -> None:
     compiled = torch.compile(model, backend="aot_eager")
     loss = compiled(x, y)
     cls = loss.grad_fn._forward_cls
-    assert backward.backward_entry_code() is vars(cls)["backward"].__func__.__code__
+    assert backward.backward_entry_code() == (backward.Entry.FOUND,
+                                              vars(cls)["backward"].__func__.__code__)
     found = backward.graph_of(cls)
     assert found is not None and graph_number(found[0]) == found[1]
     holder = next(vars(m) for m in list(sys.modules.values())
@@ -282,3 +283,46 @@ def test_the_backward_entry_is_torchs_compiled_function_backward() -> None:
         if forward is not None:
             assert forward.meta["seq_nr"] == node.meta["seq_nr"]
     assert any(graph.forward_node(n) is not None for n in graph.nodes)
+
+
+def test_a_mechanism_that_cannot_watch_says_so_once() -> None:
+    """BackwardCatcher.sync on a mechanism whose watch_graph answers False
+    (sys.monitoring's today): one line, once, and nothing watched; none at
+    all while no enabled `catch backward` exists (nothing is asked of it)."""
+    import collections
+
+    from dyndbg.engine.breakpoints import BreakpointTable
+    from dyndbg.engine.graph_backward import BackwardCatcher
+    from dyndbg.engine.graph_stepping import GraphStepper
+    from dyndbg.engine.stop import HeldStop
+    from dyndbg.engine.targets import BackwardCatchTarget
+
+    class Refusing:
+        name = "sys.monitoring"
+        events: collections.Counter = collections.Counter()
+        asked = 0
+
+        def watch_graph(self, code, events) -> bool:
+            self.asked += 1
+            return False
+
+        def unwatch_graph(self, code) -> None:
+            raise AssertionError("nothing was watched")
+
+    import torch._dynamo   # AOT autograd's runtime wrappers loaded, as after a compile
+    import torch._functorch._aot_autograd.runtime_wrappers  # noqa: F401
+
+    tracer, table, held = Refusing(), BreakpointTable(), HeldStop()
+    stepper = GraphStepper(lambda: tracer, None, held)  # type: ignore[arg-type, return-value]
+    catcher = BackwardCatcher(lambda: tracer, table, stepper, held,  # type: ignore[arg-type, return-value]
+                              lambda text: None, lambda name: None, lambda frame, expr: True)
+    assert catcher.sync() == "" and tracer.asked == 0
+    bp = table.add(BackwardCatchTarget(graph=None))
+    said = catcher.sync()
+    assert said.startswith("dyndbg: catch backward: ") and "sys.monitoring" in said
+    assert tracer.asked == 1
+    table.add(BackwardCatchTarget(graph=3))
+    assert catcher.sync() == "" and tracer.asked == 2     # asked again, not said again
+    bp.enabled = False
+    table.changed()
+    catcher.disarm()

@@ -63,14 +63,17 @@ class BackwardCatcher:
         if not wanted:
             self.disarm()
             return ""
-        code = backward.backward_entry_code()
+        found, code = backward.backward_entry_code()
+        if found is backward.Entry.NOT_LOADED:
+            self._version = -1      # no graph compiled by AOT yet: again after each compile
+            return ""
         if code is None:
-            return self._once("catch backward: this torch's AOT autograd has no "
+            return self._once("dyndbg: catch backward: this torch's AOT autograd has no "
                               "CompiledFunction.backward dyndbg knows; it cannot stop")
         tracer = self._tracer()
         if not tracer.watch_graph(code, self):
-            return self._once("catch backward: stopping in a backward needs the settrace "
-                              f"mechanism for now (DYNDBG_TRACER=settrace; this is "
+            return self._once("dyndbg: catch backward: stopping in a backward needs the "
+                              "settrace mechanism for now (DYNDBG_TRACER=settrace; this is "
                               f"{tracer.name}); it will not stop")
         self._code = code
         return ""

@@ -26,6 +26,7 @@ Nothing here calls the graph or changes torch's objects: it reads them.
 """
 from __future__ import annotations
 
+import enum
 import os
 import sys
 import types
@@ -42,13 +43,25 @@ _WALK_LIMIT = 200
 _GRAPHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def backward_entry_code() -> types.CodeType | None:
+class Entry(enum.Enum):
+    """Whether AOT autograd's CompiledFunction.backward code can be watched."""
+
+    FOUND = "found"
+    NOT_LOADED = "not loaded"   # AOT autograd not imported yet (no graph compiled by it)
+    MISSING = "missing"         # loaded, but no such code: a torch dyndbg does not know
+
+
+RUNTIME_WRAPPERS = "torch._functorch._aot_autograd.runtime_wrappers"
+
+
+def backward_entry_code() -> tuple[Entry, types.CodeType | None]:
     """The code object of `CompiledFunction.backward`, shared by every
-    graph AOT autograd compiles; None where this torch has no such code."""
-    try:
-        from torch._functorch._aot_autograd import runtime_wrappers
-    except Exception:  # noqa: BLE001 - a torch without AOT autograd's runtime wrappers
-        return None
+    graph AOT autograd compiles. Never imports torch's module: imported
+    before torch._dynamo it breaks torch's own imports (a circular import,
+    torch 2.13); AOT autograd imports it as it compiles the first graph."""
+    runtime_wrappers = sys.modules.get(RUNTIME_WRAPPERS)
+    if runtime_wrappers is None:
+        return Entry.NOT_LOADED, None
     seen: set[int] = set()
     queue: list[types.CodeType] = []
     here = runtime_wrappers.__name__
@@ -66,9 +79,9 @@ def backward_entry_code() -> types.CodeType | None:
             continue
         seen.add(id(code))
         if getattr(code, "co_qualname", "").endswith("CompiledFunction.backward"):
-            return code
+            return Entry.FOUND, code
         queue.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-    return None
+    return Entry.MISSING, None
 
 
 def function_class(frame: types.FrameType) -> type | None:
