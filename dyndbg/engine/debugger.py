@@ -33,6 +33,7 @@ from dyndbg.engine.stop import (CompileStop, GraphStop, HeldStop, InstructionTra
                                 Stop, StopReason, frame_event)
 from dyndbg.engine.compile_stepping import CompileStepper
 from dyndbg.engine.graph_stepping import GraphStepper
+from dyndbg.engine.graph_backward import BackwardCatcher
 from dyndbg.dynamo.graphs.stepping import NoWayIn, runnable_graph
 from dyndbg.engine.tracing.tracer import Tracer
 from dyndbg.engine.tracing.choice import make_tracer
@@ -80,6 +81,10 @@ class Engine:
         # Stops inside a compiled graph, node by node (`s` at its call).
         self.graph_steps = GraphStepper(lambda: self.tracer, frontend, self.held)
         self._said_no_graph_mechanism = False   # sys.monitoring: said once a session
+        # `catch backward`: watches AOT's CompiledFunction.backward while one is enabled.
+        self.backward_catch = BackwardCatcher(
+            lambda: self.tracer, self.breakpoints, self.graph_steps, self.held, frontend.message,
+            _graph_backend, lambda frame, expr: self.conditions.evaluate(frame, expr, lambda: None))
         self.snapshots = Snapshots()    # the stacks read, for exception stops and `up`
         self.failures = FailureLog()                   # for post_mortem()
         self.history = History()                       # `record on`: what ran, to step back
@@ -112,6 +117,7 @@ class Engine:
         """No more stops: the program runs on as without dyndbg."""
         self.detached = True
         self.graph_steps.finish()
+        self.backward_catch.disarm()
         self.hooks.uninstall()
         self.compile_stops.disarm()
         self.interrupts.restore()
@@ -247,6 +253,13 @@ class Engine:
         self.mode = mode
         self.tracer.retrace()
         self.hooks.set_callback_active(self._wants_callback())
+        self._sync_backward_catch()
+
+    def _sync_backward_catch(self) -> None:
+        """A `catch backward` set, disabled or cleared: watched from now on, or not."""
+        note = self.backward_catch.sync()
+        if note:
+            self.frontend.message(note)
 
     def _wants_callback(self) -> bool:
         return self.policy.wants_callback(self.tracer.needs_code_callback)
@@ -314,6 +327,7 @@ class Engine:
     def _resume(self) -> None:
         self.compile_stops.compile_ended()
         if not self.detached:
+            self._sync_backward_catch()     # one set at a compile stop
             self.tracer.resume()
 
     # -- events (delivered by the tracing mechanism) -------------------------------
@@ -459,3 +473,8 @@ class Engine:
                 "detaching, the program continues without the debugger")
         finally:
             self.detach()
+
+
+def _graph_backend(name: str) -> str | None:
+    from dyndbg.dynamo.graphs.views import graph_backend
+    return graph_backend(name)

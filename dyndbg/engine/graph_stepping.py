@@ -17,7 +17,8 @@ import types
 from typing import Callable, Protocol
 
 from dyndbg.dynamo.graphs.stepping import GraphCode
-from dyndbg.engine.stop import GraphStop, HeldStop
+from dyndbg.engine.breakpoints import Breakpoint
+from dyndbg.engine.stop import GraphStop, HeldStop, StopReason
 from dyndbg.engine.tracing.tracer import Tracer
 
 
@@ -37,14 +38,20 @@ class GraphStepper:
         self.caller: types.FrameType | None = None    # the generated frame that calls it
         self.frame: types.FrameType | None = None     # the graph's frame, once started
         self.stepping = False                         # stop before each node
+        # `catch backward`: at the first node, the catchpoints that stop (none: no stop)
+        self.first: Callable[[types.FrameType], list[Breakpoint]] | None = None
 
-    def enter(self, graph: GraphCode, caller: types.FrameType) -> bool:
+    def enter(self, graph: GraphCode, caller: types.FrameType,
+              first: Callable[[types.FrameType], list[Breakpoint]] | None = None) -> bool:
         """Stop before the first node of the next run of `graph` called from
-        `caller`; False where the tracing mechanism cannot watch its code."""
+        `caller` (through torch's wrappers); False where the tracing mechanism
+        cannot watch its code. `first`: a catchpoint's, deciding at the first
+        node whether to stop at all (then with those breakpoints)."""
         self.leave()
         if not self._tracer().watch_graph(graph.code, self):
             return False
         self.graph, self.caller, self.frame, self.stepping = graph, caller, None, True
+        self.first = first
         return True
 
     def finish(self) -> None:
@@ -59,6 +66,7 @@ class GraphStepper:
             self._tracer().unwatch_graph(self.graph.code)
         self.graph = self.caller = self.frame = None
         self.stepping = False
+        self.first = None
 
     @property
     def inside(self) -> bool:
@@ -87,6 +95,13 @@ class GraphStepper:
         if node is None or not graph.stepped(node):
             return
         stop = GraphStop(frame, graph, node, self.caller)
+        if self.first is not None:
+            first, self.first = self.first, None
+            stop.breakpoints = first(frame)
+            if not stop.breakpoints:      # a condition or an ignore count: no stop
+                self.finish()
+                return
+            stop.reason = StopReason.BREAKPOINT
         with self.held.holding(stop):
             self.frontend.interact_graph(stop)
 

@@ -66,6 +66,7 @@ class TracePolicy:
             return False
         return not any(bp.enabled and not isinstance(bp.target, MarkerTarget)
                        and not bp.target.compile_time   # stops while dynamo compiles only
+                       and not bp.target.graph_time     # stops inside a graph's run only
                        for bp in self.breakpoints)
 
     def wants_callback(self, mechanism_needs_it: bool) -> bool:

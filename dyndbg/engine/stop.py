@@ -110,7 +110,10 @@ class GraphStop:
 
     @property
     def tag(self) -> str:
-        """What its location line starts with: `[graph 1 eager forward]`."""
+        """What its location line starts with: `[graph 1 eager forward]`,
+        `[backward of graph 1 aot_eager]`."""
+        if self.graph.part == "backward":
+            return f"[backward of graph {self.graph.number} {self.graph.backend}]"
         return f"[graph {self.graph.number} {self.graph.backend} {self.graph.part}]"
 
 

@@ -13,6 +13,8 @@ dynamo compiles matching code.
 - CompileCatchTarget: `catch trace [FUNC]`, and CompileLineTarget: `b --trace
   FILE:LINE`: stops while dynamo compiles (compile_stepping.py), never in
   generated code: they arm no instruction
+- BackwardCatchTarget: `catch backward [N]`: stops inside a compiled
+  backward (graph_backward.py), never in generated code
 - MarkerTarget: torch's `<BREAKPOINT>` markers (breakpoint 0, built in)
 """
 from __future__ import annotations
@@ -53,6 +55,8 @@ class Target:
     checked_when_reached = False
     # True for stops while dynamo compiles (compile_stepping.py): no place in generated code.
     compile_time = False
+    # True for stops inside a compiled graph as it runs (graph_backward.py): none either.
+    graph_time = False
 
     def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
         raise NotImplementedError
@@ -311,6 +315,27 @@ class CompileCatchTarget(CatchTarget):
 
     def describe(self) -> str:
         return "catch trace" + ("" if self.pattern == "*" else f" {self.pattern}")
+
+
+@dataclass
+class BackwardCatchTarget(CatchTarget):
+    """`catch backward [N]`: stop when AOT autograd's compiled backward of
+    graph N (of any graph: None) starts inside `loss.backward()`, before its
+    first node (engine/graph_backward.py). Pending while graph N is not
+    compiled: it may be later."""
+
+    event: str = "backward"
+    graph: int | None = None
+    graph_time = True
+
+    def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        return set()    # inside a graph's backward only
+
+    def matches(self, number: int) -> bool:
+        return self.graph is None or self.graph == number
+
+    def describe(self) -> str:
+        return "catch backward" + ("" if self.graph is None else f" {self.graph}")
 
 
 @dataclass

@@ -37,7 +37,7 @@ class GraphCode:
 
     name: str                 # the `__compiled_fn_*` global
     number: int               # graph N, as `graph N` says it
-    part: str                 # "forward" (the backward is not stepped yet)
+    part: str                 # "forward", or "backward" (graphs/backward.py)
     backend: str              # the backend's name, "unknown" where not known
     gm: object = field(repr=False)           # the torch.fx.GraphModule whose code runs
     # its forward's code object; None where torch makes it at the graph's
@@ -178,6 +178,8 @@ class NodeStep:
     count: int
     place: tuple[str, int] | None   # the user's (file, line), from the node's stack trace
     inputs: list[tuple[str, object]]   # (input node name, its value now; MISSING if not held)
+    part: str = "forward"
+    forward: str = ""     # backward: the forward node it differentiates (the same seq_nr)
 
 
 MISSING = object()
@@ -188,8 +190,11 @@ def node_step(graph: GraphCode, node: object, frame_locals: dict) -> NodeStep:
     inputs = []
     for arg in getattr(node, "all_input_nodes", ()):
         inputs.append((arg.name, frame_locals.get(arg.name, MISSING)))
+    forward = getattr(graph, "forward_node", None)     # a backward's (graphs/backward.py)
+    fw_node = forward(node) if forward is not None else None
     return NodeStep(node.name, node.op, target_text(node.target),  # type: ignore[attr-defined]  # an FX node
-                    graph.index_of(node), len(graph.nodes), node_frame(node), inputs)
+                    graph.index_of(node), len(graph.nodes), node_frame(node), inputs,
+                    graph.part, getattr(fw_node, "name", ""))
 
 
 def target_text(target: object) -> str:

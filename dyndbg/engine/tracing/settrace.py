@@ -69,6 +69,7 @@ class SettraceTracer(MechanismBase):
         # (engine/graph_stepping.py); empty but while one is entered.
         # (key None: any call is offered, the graph's code is not made yet)
         self._graph_codes: dict[int | None, GraphEvents] = {}
+        self._pinned: int | None = None   # the thread whose trace the watch keeps
         # id(code) -> how its frames start: the frame starts the compiled core
         # makes by itself (CompiledFilters.leave_starts).
         self._starts: dict[int, FrameStart] = {}
@@ -161,7 +162,13 @@ class SettraceTracer(MechanismBase):
         call of code that is not generated, so while a graph is watched the
         Python trace function is installed in front instead (what the filter
         hands its slow path to anyway); the filter would need this table
-        (_call_filter.c) to stay in front."""
+        (_call_filter.c) to stay in front. While any code is watched the
+        trace stays in this thread with no traced frame (`catch backward`
+        watches code that runs outside generated code): the watch counts as
+        one of the thread's frames, which both cores read before removing it."""
+        if not self._graph_codes and self._pinned is None:
+            self._thread.frames += 1
+            self._pinned = threading.get_ident()
         self._graph_codes[None if code is None else id(code)] = events
         self._install()
         thread = self._thread
@@ -172,9 +179,19 @@ class SettraceTracer(MechanismBase):
     def unwatch_graph(self, code: types.CodeType | None) -> None:
         self._graph_codes.pop(None if code is None else id(code), None)
         thread = self._thread
+        if not self._graph_codes and self._pinned == threading.get_ident():
+            # (unwatched from another thread, the pin stays there: its trace stays)
+            self._pinned = None
+            thread.frames = max(0, thread.frames - 1)
         if self._filters is not None and not self._graph_codes and thread.installed \
                 and not thread.suspended and sys.gettrace() == self._global_trace:
             sys.settrace(self._installed_trace)
+
+    def _front(self):
+        """The trace function to install: the compiled core's filter, or the
+        Python one while a graph is watched (see watch_graph)."""
+        return self._global_trace if self._graph_codes and self._filters is not None \
+            else self._installed_trace
 
     def step_into(self, frames: list[types.FrameType]) -> None:
         for frame in frames:    # this thread's (set_trace, Ctrl-C in the main thread)
@@ -197,14 +214,14 @@ class SettraceTracer(MechanismBase):
         thread = self._thread
         thread.suspended = max(0, thread.suspended - 1)
         if thread.installed and not thread.suspended:
-            sys.settrace(self._installed_trace)
+            sys.settrace(self._front())
 
     # -- installing and arming (in the current thread) -------------------------------
     def _install(self) -> None:
         thread = self._thread
         if not thread.installed and not thread.suspended:
             thread.installed = True
-            sys.settrace(self._installed_trace)
+            sys.settrace(self._front())
 
     def _uninstall(self) -> None:
         if self._thread.installed:
@@ -336,10 +353,14 @@ class SettraceTracer(MechanismBase):
         try:
             with ENGINE_LOCK:
                 graphs = self._graph_codes
-                events = graphs.get(id(frame.f_code)) or graphs.get(None)
+                events = graphs.get(id(frame.f_code))
+                keyed = events is not None
+                if events is None:
+                    events = graphs.get(None)
                 if events is None or not events.on_graph_start(frame):
                     return None
-                if None in graphs:   # its code, made as it started, from now on
+                if not keyed and graphs.get(None) is events:
+                    # its code, made as it started, from now on
                     graphs[id(frame.f_code)] = graphs.pop(None)
                 frame.f_trace_lines = True
                 frame.f_trace_opcodes = False

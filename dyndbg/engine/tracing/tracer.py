@@ -82,7 +82,13 @@ class Tracer(Protocol):
         """Deliver the start, line events and return of `code`'s next frame (a
         compiled graph's code, not generated code) to `events`; code None: any
         call is offered to events.on_graph_start (the code is made as the graph
-        starts). False where this mechanism (or core) cannot."""
+        starts). False where this mechanism (or core) cannot. Several codes may
+        be watched at once (`catch backward` watches AOT's
+        CompiledFunction.backward, whose on_graph_start may watch its graph's
+        code, or None, meanwhile): a frame of a watched code goes to its own
+        events, never to None's. While any code is watched its calls are seen
+        in the watching thread even where no generated frame runs (a
+        backward runs inside `loss.backward()`)."""
     def unwatch_graph(self, code: types.CodeType | None) -> None: ...
     def suspend(self) -> None:
         """Dynamo starts compiling: nothing of dyndbg runs under it."""

@@ -7,15 +7,16 @@ from typing import Iterable
 
 from dyndbg.dynamo.names import GRAPH_NAME, graph_number
 from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable, Location
-from dyndbg.engine.targets import (CatchTarget, FunctionTarget, InstructionTarget, LineTarget,
-                                  Target, CompileCatchTarget, main_module_name)
+from dyndbg.engine.targets import (BackwardCatchTarget, CatchTarget, FunctionTarget,
+                                  InstructionTarget, LineTarget, Target, CompileCatchTarget,
+                                  main_module_name)
 from dyndbg.engine.compile_stepping import compile_line_target
 from dyndbg.ui.commands.host import Host
 from dyndbg.ui.text.parsing import (CommandError, InstructionSpec, Place, check_condition,
                                parse_breakpoint_refs, parse_int, parse_location, parse_numbers,
                                split_condition)
 
-CATCH_EVENTS = ("compile", "recompile", "graph-break", "exception", "trace")
+CATCH_EVENTS = ("compile", "recompile", "graph-break", "exception", "trace", "backward")
 
 
 def deleted_at_stop(stopped: Iterable[Breakpoint], table: BreakpointTable) -> list[str]:
@@ -96,6 +97,11 @@ class BreakpointCommands:
         target = bp.target
         if isinstance(target, InstructionTarget) or target.compile_time:
             return ""
+        if isinstance(target, BackwardCatchTarget):
+            from dyndbg.dynamo.names import find_graph_global
+            if target.graph is None or find_graph_global(str(target.graph)) is not None:
+                return ""
+            return f"pending: no graph {target.graph} yet"
         labels = [entry.label() for entry in engine.registry.entries()
                   if target.offsets(entry, engine.info_for(entry))]
         if labels:
@@ -219,7 +225,7 @@ class BreakpointCommands:
         self._add_breakpoint(arg, temporary=True)
 
     def do_catch(self, arg: str) -> None:
-        """catch compile | recompile | graph-break | exception | trace [FUNC]
+        """catch compile | recompile | graph-break | exception | trace [FUNC] | backward [N]
         Stop at the first run of each newly compiled code object (compile),
         of each recompilation, with the guard failures that caused it, and,
         when dynamo gives up on a function (config.recompile_limit), at the
@@ -233,14 +239,22 @@ class BreakpointCommands:
         tracing a function FUNC names (a glob, as `b` takes it; none: every
         one): a first compile, a recompile, a resume function; then s, n, nl,
         sl, r, stack, locals, graph, guards and where step and show dynamo's
-        trace.
+        trace. backward: when AOT autograd's compiled backward of graph N (of
+        any graph) starts inside loss.backward() (aot_eager; the settrace
+        mechanism), a stop before its first FX node, each node with the
+        forward line it is the gradient of; s and n step its nodes, r and c
+        run on. A graph N not compiled yet leaves it pending until it is.
         Listed, disabled and cleared like breakpoints."""
         event, _, rest = arg.strip().partition(" ")
         rest = rest.strip()
-        if event not in CATCH_EVENTS or (rest and event != "trace") or len(rest.split()) > 1:
+        if event not in CATCH_EVENTS or (rest and event not in ("trace", "backward")) \
+                or len(rest.split()) > 1:
             raise CommandError("usage: catch compile | recompile | graph-break | exception | "
-                               "trace [FUNC]")
+                               "trace [FUNC] | backward [N]")
         engine = self.host.engine
+        if event == "backward":
+            self._catch_backward(rest)
+            return
         if event == "trace":
             bp = engine.compile_stops.catch(rest or "*")
             self.host.write(f"Catchpoint {bp.number} ({bp.target.describe()})")
@@ -248,6 +262,28 @@ class BreakpointCommands:
             return
         bp = engine.breakpoints.add(CatchTarget(event, since=engine.registry.count()))
         self.host.write(f"Catchpoint {bp.number} ({event})")
+
+    def _catch_backward(self, spec: str) -> None:
+        """`catch backward [N]`: one line, and one more where graph N has no
+        compiled backward now (not compiled yet: pending; eager: none)."""
+        from dyndbg.dynamo.graphs.backward import has_backward
+        from dyndbg.dynamo.names import find_graph_global
+
+        number = parse_int(spec, "graph number") if spec else None
+        if number is not None and number < 1:
+            raise CommandError(f"no graph {number}: graphs are numbered from 1")
+        bp = self.host.engine.breakpoints.add(BackwardCatchTarget(graph=number))
+        self.host.write(f"Catchpoint {bp.number} ({bp.target.describe()})")
+        if number is None:
+            return
+        found = find_graph_global(str(number))
+        if found is None:
+            self.host.write(f"dyndbg: no graph {number} yet; catchpoint {bp.number} is "
+                            "pending until dynamo compiles it")
+        elif not has_backward(found[0].get(found[1])):
+            self.host.write(f"dyndbg: graph {number} has no compiled backward (its backend "
+                            "is no AOT autograd one, or it needs no gradient): "
+                            f"catchpoint {bp.number} stops in none of its runs")
 
     def do_clear(self, arg: str) -> None:
         """cl(ear) [N ... | FILE:LINE]

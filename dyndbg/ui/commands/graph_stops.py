@@ -59,6 +59,9 @@ class GraphStopCommands:
                 + "; as anywhere: " + ", ".join(sorted(ANYWHERE)))
 
     def print_stop(self, stop: GraphStop) -> None:
+        for bp in stop.breakpoints:      # `catch backward`: its first node
+            self.host.write(f"Catchpoint {bp.number} (backward), hit {bp.hits}: "
+                            f"backward of graph {stop.graph.number} starts")
         step = node_step(stop.graph, stop.node, stop.frame.f_locals)
         for line in graph_steps.stop_lines(stop.tag, step):
             self.host.write(line)
@@ -71,9 +74,14 @@ class GraphStopCommands:
 
     def run_to_end(self) -> None:
         """Once this stop ends: no more stops in the graph; the generated
-        instruction after its call."""
+        instruction after its call (a backward, which no generated code
+        calls: on until a breakpoint)."""
+        backward = self.stop.graph.part == "backward"
         self.host.engine.graph_steps.finish()
-        self.host.engine.set_step(1)
+        if backward:
+            self.host.engine.set_continue()
+        else:
+            self.host.engine.set_step(1)
 
     def run_on(self) -> None:
         """Once this stop ends: the rest of the graph, and on until a breakpoint."""
@@ -83,7 +91,8 @@ class GraphStopCommands:
     def do_step(self, arg: str) -> None:
         """s(tep) | n(ext)
         Run this node and stop before the graph's next one; after its last,
-        at the generated instruction after the graph's call."""
+        at the generated instruction after the graph's call (after a
+        backward's last: the next generated instruction to run)."""
         if arg.strip():
             raise CommandError("inside a graph, s and n take no count (one node at a time)")
         self.next_node()
@@ -93,7 +102,8 @@ class GraphStopCommands:
 
     def do_return(self, arg: str) -> None:
         """r(eturn)
-        Run the rest of the graph; stop at the generated instruction after its call."""
+        Run the rest of the graph; stop at the generated instruction after its
+        call. In a backward (autograd calls it, no generated code): as c."""
         self.run_to_end()
         self.host.resume()
 
@@ -138,7 +148,13 @@ class GraphStopCommands:
         The graph's node, above the generated frame that called it."""
         stop = self.stop
         caller = stop.caller
-        if caller is not None:
+        if stop.graph.part == "backward":
+            from dyndbg.dynamo.graphs.backward import autograd_caller
+            caller = autograd_caller(stop.frame)
+            if caller is not None:
+                self.host.write(f"  {caller.f_code.co_name} at {caller.f_code.co_filename}:"
+                                f"{caller.f_lineno}  (autograd runs the backward from here)")
+        elif caller is not None:
             self.host.write(f"  {caller.f_code.co_name} at "
                             f"{caller.f_code.co_filename}:{caller.f_lineno}  (generated code)")
         self.host.write(f"> {stop.tag} node {stop.node.name}")  # type: ignore[attr-defined]  # an FX node

@@ -3,6 +3,9 @@
     [graph 1 forward] node 6/11 linear: call_function torch._C._nn.linear
       at prog.py:10: h = torch.relu(s.l1(x))
       in  l_x_ = Tensor f32[3, 8] cpu [1.541, -0.2934, …]
+
+    [backward of graph 1 aot_eager] node 17/25 threshold_backward: call_function …
+      grad of prog.py:10 (forward node relu): h = torch.relu(s.l1(x))
 """
 from __future__ import annotations
 
@@ -13,13 +16,22 @@ from dyndbg.dynamo.graphs.stepping import MISSING, NodeStep
 from dyndbg.ui.text.values import summarize
 
 
-def place_text(place: tuple[str, int] | None) -> str:
-    """`at prog.py:10: h = torch.relu(s.l1(x))`, or that torch kept no line."""
+def place_text(place: tuple[str, int] | None, step: NodeStep | None = None) -> str:
+    """`at prog.py:10: h = torch.relu(s.l1(x))`, or that torch kept no line;
+    in a backward, the forward line it differentiates:
+    `grad of prog.py:10 (forward node relu): h = torch.relu(s.l1(x))`."""
+    backward = step is not None and step.part == "backward"
     if place is None:
-        return "at no line of yours (torch kept no stack trace for this node)"
+        return ("for no line of yours" if backward else "at no line of yours") + \
+            " (torch kept no stack trace for this node)"
     path, line = place
     source = linecache.getline(path, line).strip()
-    return f"at {os.path.basename(path)}:{line}" + (f": {source}" if source else "")
+    where = f"{os.path.basename(path)}:{line}"
+    if backward:
+        where = f"grad of {where}" + (f" (forward node {step.forward})" if step.forward else "")  # type: ignore[union-attr]  # backward: a step
+    else:
+        where = f"at {where}"
+    return where + (f": {source}" if source else "")
 
 
 def value_text(value: object, width: int | None = None) -> str:
@@ -32,9 +44,11 @@ def stop_lines(tag: str, step: NodeStep) -> list[str]:
     """The lines a graph stop prints: the node, its user line, its inputs."""
     position = f"node {step.index + 1}/{step.count}" if step.index >= 0 else "node"
     head = f"{tag} {position} {step.name}: {step.op} {step.target}"
-    lines = [head, "  " + place_text(step.place)]
+    lines = [head, "  " + place_text(step.place, step)]
     if step.op == "output":
         lines[0] = f"{tag} {position} output: the graph returns"
+        if step.part == "backward":
+            lines[1] = "  the gradients of its forward's inputs, in their order (None: none)"
     for name, value in step.inputs:
         lines.append(f"  in  {name} = {value_text(value)}")
     return lines
