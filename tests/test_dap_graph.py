@@ -114,3 +114,32 @@ def test_step_out_of_a_graph_stops_after_its_call(dap):
         after["instructionPointerReference"] != caller["instructionPointerReference"], after
     dap.client.ok("continue", {"threadId": dap.thread})
     dap.wait_end(0)
+
+
+BACKWARD = ROOT / "tests" / "programs" / "train_backward.py"
+BACKWARD_STOP = re.compile(r"\[backward of graph (\d+) aot_eager\] node (\d+)/(\d+) (\w+): ")
+
+
+def test_the_backward_filter_stops_in_a_compiled_backward(dap):
+    caps = dap.initialize()
+    assert "backward" in [f["filter"] for f in caps["exceptionBreakpointFilters"]], caps
+    dap.start("launch", {"program": str(BACKWARD), "cwd": str(ROOT), "args": ["one"],
+                         "stopOnEntry": True})
+    dap.stopped(reason="entry")
+    dap.client.ok("setExceptionBreakpoints", {"filters": ["stepped", "backward"]})
+    mark = dap.client.mark()
+    dap.client.ok("continue", {"threadId": dap.thread})
+    stop = dap.stopped(after=mark)
+    assert BACKWARD_STOP.match(stop["description"]), stop
+    frames = dap.frames()
+    # the backward's node at the user's forward line it is the gradient of
+    assert frames[0]["name"].startswith("[backward of graph ") and \
+        os.path.samefile(frames[0]["source"]["path"], BACKWARD), frames
+    scopes = scope_names(dap, frames[0]["id"])
+    assert "tangents_1" in scopes["Graph values"], scopes
+    stop = dap.step("next")
+    assert BACKWARD_STOP.match(stop["description"]), stop
+    dap.client.ok("setExceptionBreakpoints", {"filters": ["stepped"]})   # no more
+    dap.client.ok("continue", {"threadId": dap.thread})
+    dap.wait_end(0)
+    assert dap.client.output("stdout") == run_plain(BACKWARD, "one").stdout

@@ -15,7 +15,8 @@ from dyndbg.dap.code_requests import FILE_REFERENCES
 from dyndbg.dap.protocol import RequestError
 from dyndbg.dynamo.compiles import GeneratedCode
 from dyndbg.engine.breakpoints import Breakpoint
-from dyndbg.engine.targets import CatchTarget, InstructionTarget, LineTarget, Target
+from dyndbg.engine.targets import (BackwardCatchTarget, CatchTarget, InstructionTarget,
+                                   LineTarget, Target)
 from dyndbg.ui.text.parsing import CommandError, check_condition, named_target
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ class BreakpointRequests:
         self._kind: dict[int, str] = {}          # number -> its kind (or file key)
         self._pending: set[int] = set()          # answered unverified, not bound yet
         self._catch: int | None = None           # the "raised" filter's catchpoint
+        self._backward: int | None = None        # the "backward" filter's catchpoint
 
     @property
     def table(self):
@@ -116,15 +118,24 @@ class BreakpointRequests:
             raise RequestError(f"unknown exception filter {unknown[0]!r} (known: "
                                f"{', '.join(sorted(known))})")
         self.stops_on_stepped_exceptions = ExceptionFilter.STEPPED.value in filters
-        raised = ExceptionFilter.RAISED.value in filters
-        if raised and self._catch is None:
-            self._catch = self.table.add(CatchTarget("exception")).number
-        elif not raised and self._catch is not None:
-            self.table.delete(self._catch)
-            self._catch = None
+        self._catch = self._catchpoint(ExceptionFilter.RAISED.value in filters, self._catch,
+                                       lambda: CatchTarget("exception"))
+        self._backward = self._catchpoint(ExceptionFilter.BACKWARD.value in filters,
+                                          self._backward, BackwardCatchTarget)
         self.requests.engine.keep_failed_calls = ExceptionFilter.POST_MORTEM.value in filters
         self._rearm()
         return {"breakpoints": [{"verified": True} for _ in filters]}
+
+    def _catchpoint(self, wanted: bool, number: int | None,
+                    target: Callable[[], Target]) -> int | None:
+        """An exception filter's catchpoint: added where wanted and not there,
+        deleted where there and no longer wanted; its number, or None."""
+        if wanted and number is None:
+            return self.table.add(target()).number
+        if not wanted and number is not None:
+            self.table.delete(number)
+            return None
+        return number
 
     # -- the table ---------------------------------------------------------------------------
     def _replace(self, key: str, wanted: list[dict],

@@ -9,6 +9,7 @@ class ExceptionFilter(str, Enum):
     STEPPED = "stepped"          # dyndbg's default: raised where a stop is possible
     RAISED = "raised"            # `catch exception`: raised in any generated code
     POST_MORTEM = "postMortem"   # --post-mortem: the program failed through generated code
+    BACKWARD = "backward"        # `catch backward`: a compiled graph's backward starts
 
 
 EXCEPTION_FILTERS = [
@@ -22,6 +23,10 @@ EXCEPTION_FILTERS = [
      "label": "Uncaught: post mortem",
      "description": "after the program fails through generated code, stop at the failing "
                     "instruction (generated code runs traced to keep its stack)"},
+    {"filter": ExceptionFilter.BACKWARD.value, "default": False,
+     "label": "Compiled backward starts (catch backward)",
+     "description": "stop before the first node of a compiled graph's backward inside "
+                    "loss.backward() (aot_eager), then step its nodes"},
 ]
 
 CAPABILITIES = {
