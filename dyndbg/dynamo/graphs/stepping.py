@@ -106,6 +106,7 @@ def runnable_graph(name: str, value: object, backend: str | None) -> GraphCode:
     `gm.forward` made at compile time; its `__func__.__code__` runs.
     aot_eager forward (training): `CompiledFunction.compiled_fw` is
     `boxed_nop.<locals>.run`, whose `fx_g` cell is AOT's forward GraphModule.
+    inductor: its output code's `call` (inductor_steps.OutputCodeGraph).
     """
     number = graph_number(name)
     if number is None or not callable(value):
@@ -116,6 +117,12 @@ def runnable_graph(name: str, value: object, backend: str | None) -> GraphCode:
         runs = _eager_forward(value)
         if runs is None:
             runs = _aot_forward(name, value)
+        if runs is None:
+            inductor = _inductor(name, number, value, backend)
+            if inductor is not None:
+                return inductor
+    except NoWayIn:
+        raise
     except Exception as error:  # noqa: BLE001 - a torch change: said, then stepped over
         raise NoWayIn(f"{label}'s backend could not be read "
                       f"({type(error).__name__}: {error}); stepping over") from None
@@ -123,6 +130,15 @@ def runnable_graph(name: str, value: object, backend: str | None) -> GraphCode:
         raise NoWayIn(f"{label}'s backend ({backend or 'unknown'}) gives no way in; stepping over")
     gm, code = runs
     return GraphCode(name, number, "forward", backend or "unknown", gm, code, list(gm.graph.nodes))  # type: ignore[attr-defined]  # a torch.fx.GraphModule
+
+
+def _inductor(name: str, number: int, value: object, backend: str | None) -> GraphCode | None:
+    """inductor: its output code's `call`, step by step (inductor_steps.py)."""
+    from dyndbg.dynamo.graphs.inductor_steps import NoOutputCode, inductor_graph
+    try:
+        return inductor_graph(name, number, value, backend or "inductor", graph_module(name, value))
+    except NoOutputCode as why:
+        raise NoWayIn(f"{why}; stepping over") from None
 
 
 def _is_graph_module(obj: object) -> bool:

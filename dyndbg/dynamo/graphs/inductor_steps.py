@@ -1,0 +1,239 @@
+"""An inductor graph as it runs, step by step (issue 50): the output code's
+`call`, its buffers and the FX nodes each kernel computes.
+
+Measured on torch 2.13 CPU: the `__compiled_fn_*` global leads (wrapper
+edges, lookup._neighbours) to inductor's `CompiledFxGraph`: under no_grad
+directly, in training as `CompiledFunction.compiled_fw` (the backward's,
+`compiled_bw`, is compiled at the first backward() and is not stepped here).
+It holds:
+- `current_callable`: the bound method `Runner.call` of the output code
+  module (a plain module-level `call` on older torch); the code object
+  stepped is its `__func__.__code__` (the `compiled_fn_runner` attribute is
+  the same Runner);
+- `source_code`: the text of that module (co_filename's file, same lines);
+- `cache_linemap`: [(output code line, the stack trace of the last FX node
+  of each scheduled node)], what torch's profiler maps kernels back with.
+
+Values are read from the `call` frame's locals (the program's own tensors)
+between its steps; nothing here calls, recompiles or writes anything.
+"""
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import NamedTuple
+
+from dyndbg.dynamo.graphs.output_code import CodeStep, KernelKind, StepKind, parse, with_provenance
+from dyndbg.dynamo.graphs.stepping import GraphCode
+
+_SEARCH_LIMIT = 300
+
+
+class NoOutputCode(Exception):
+    """An inductor graph whose output code cannot be stepped (one line)."""
+
+
+def compiled_forward(value: object) -> object | None:
+    """Inductor's CompiledFxGraph of the forward behind a graph global."""
+    from dyndbg.dynamo.graphs.lookup import _neighbours
+    import torch.fx
+
+    seen: set[int] = set()
+    queue: list[object] = [value]
+    while queue and len(seen) < _SEARCH_LIMIT:
+        obj = queue.pop(0)
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if type(obj).__name__ == "CompiledFxGraph":
+            return obj
+        if isinstance(obj, torch.fx.GraphModule):
+            continue
+        if isinstance(obj, type):      # AOT's CompiledFunction: the forward only
+            fw = vars(obj).get("compiled_fw")
+            if fw is not None:
+                queue.append(fw)
+            continue
+        queue.extend(_neighbours(obj))
+    return None
+
+
+def _call_code(compiled: object) -> types.CodeType | None:
+    runner = getattr(compiled, "compiled_fn_runner", None)
+    call = getattr(type(runner), "call", None) if runner is not None else None
+    if isinstance(call, types.FunctionType):
+        return call.__code__
+    current = getattr(compiled, "current_callable", None)
+    if isinstance(current, types.MethodType):
+        current = current.__func__
+    if isinstance(current, types.FunctionType) and current.__name__ == "call":
+        return current.__code__
+    return None
+
+
+class BufferState(Enum):
+    INPUT = "input"
+    COMPUTED = "computed"
+    NOT_COMPUTED = "not computed yet"
+
+
+class Held(NamedTuple):
+    """A name the `call` frame holds at a stop, and what it is."""
+
+    name: str
+    state: BufferState
+    value: object
+    writer: CodeStep | None       # the kernel whose output it holds
+    label: str = ""               # an input's dynamo placeholder name
+
+
+class Where(Enum):
+    BUFFER = "buffer"             # a buffer holds the node's value
+    NOT_YET = "not computed yet"
+    FUSED = "fused"               # computed inside a kernel, never stored
+    FREED = "freed"
+    UNKNOWN = "unknown"
+
+
+class NodePlace(NamedTuple):
+    where: Where
+    kernel: CodeStep | None = None
+    buffer: str = ""
+    value: object = None
+    via: str = ""                 # FUSED: the user node whose kernel names it
+
+
+@dataclass
+class OutputCodeGraph(GraphCode):
+    """An inductor graph: its output code's `call`, step by step. `nodes` are
+    dynamo's FX nodes (the names inductor's records use), `steps` the
+    statements of `call` (CodeStep)."""
+
+    steps: list[CodeStep] = field(default_factory=list, repr=False)
+    inputs: tuple[str, ...] = ()
+    filename: str = ""
+
+    @property
+    def stops(self) -> list[CodeStep]:
+        return [s for s in self.steps if s.stops]
+
+    def node_at(self, lineno: int | None) -> object | None:
+        for step in self.steps:
+            if step.line == lineno and step.stops:
+                return step
+        return None
+
+    def is_frame(self, frame: types.FrameType) -> bool:
+        return frame.f_code is self.code
+
+    def stepped(self, node: object) -> bool:
+        return isinstance(node, CodeStep) and node.stops
+
+    def index_of(self, node: object) -> int:
+        stops = self.stops
+        return stops.index(node) if node in stops else -1   # type: ignore[arg-type]
+
+    def input_label(self, name: str) -> str:
+        placeholders = [n.name for n in self.nodes if getattr(n, "op", "") == "placeholder"]
+        if name in self.inputs and len(placeholders) == len(self.inputs):
+            return placeholders[self.inputs.index(name)]
+        return ""
+
+    def _states(self, before: CodeStep | None) -> dict[str, tuple[BufferState, CodeStep | None]]:
+        """Each buffer defined before step `before`: computed or not, and the
+        kernel whose output it holds (aliases and views share their base's)."""
+        states: dict[str, tuple[BufferState, CodeStep | None]] = {}
+        for step in self.steps:
+            if step is before or (before is not None and step.line >= before.line):
+                break
+            if step.kind is StepKind.ALLOC:
+                for name in step.defines:
+                    states[name] = (BufferState.NOT_COMPUTED, None)
+            elif step.kind in (StepKind.ALIAS, StepKind.REINTERPRET):
+                base = states.get(step.source, (BufferState.INPUT, None))
+                for name in step.defines:
+                    states[name] = base
+            elif step.kind is StepKind.KERNEL:
+                written = list(step.writes)
+                if not written and step.kernel_kind is not KernelKind.EXTERN:
+                    # a triton kernel says not which it writes: the fresh buffers it takes
+                    written = [n for n in step.reads if states.get(n, (None,))[0] is BufferState.NOT_COMPUTED]
+                for name in written:
+                    states[name] = (BufferState.COMPUTED, step)
+        return states
+
+    def held(self, before: CodeStep | None, frame_locals: dict) -> list[Held]:
+        """The inputs still held and the buffers made so far, at the stop
+        before step `before`, with the frame's values."""
+        out = [Held(n, BufferState.INPUT, frame_locals[n], None, self.input_label(n))
+               for n in self.inputs if n in frame_locals]
+        for name, (state, writer) in self._states(before).items():
+            if name in frame_locals and state is not BufferState.INPUT:
+                out.append(Held(name, state, frame_locals[name], writer))
+        return out
+
+    def values(self, frame_locals: dict) -> list[tuple[str, object]]:
+        return [(h.name, h.value) for h in self.held(None, frame_locals)
+                if h.state is not BufferState.NOT_COMPUTED]
+
+    def kernels_of(self, node_name: str) -> list[CodeStep]:
+        return [s for s in self.steps if s.kind is StepKind.KERNEL and node_name in s.nodes]
+
+    def place_of(self, node_name: str, before: CodeStep, frame_locals: dict) -> NodePlace:
+        """Where the value of dynamo's node `node_name` is at the stop before `before`."""
+        kernels = self.kernels_of(node_name)
+        holder = next((k for k in kernels if k.nodes[-1] == node_name), None)
+        if holder is None:
+            if kernels:
+                return NodePlace(Where.FUSED, kernels[0])
+            user, kernel = self._user_kernel(node_name)
+            return NodePlace(Where.FUSED, kernel, via=user) if kernel else NodePlace(Where.UNKNOWN)
+        if holder.line >= before.line:
+            return NodePlace(Where.NOT_YET, holder)
+        for name, (state, writer) in self._states(before).items():
+            if writer is holder and name in frame_locals:
+                return NodePlace(Where.BUFFER, holder, name, frame_locals[name])
+        return NodePlace(Where.FREED, holder)
+
+    def _user_kernel(self, node_name: str) -> tuple[str, CodeStep | None]:
+        """The first kernel naming a node computed from `node_name` (its users, breadth first)."""
+        by_name = {n.name: n for n in self.nodes}
+        queue = list(getattr(by_name.get(node_name), "users", {}) or ())
+        seen: set[str] = set()
+        while queue:
+            user = queue.pop(0)
+            if user.name in seen:
+                continue
+            seen.add(user.name)
+            kernels = self.kernels_of(user.name)
+            if kernels:
+                return user.name, kernels[0]
+            queue.extend(user.users)
+        return "", None
+
+
+def inductor_graph(name: str, number: int, value: object, backend: str, gm: object) -> OutputCodeGraph | None:
+    """The output code of graph `name` when inductor compiled it (None when
+    it did not); NoOutputCode saying why when it cannot be stepped."""
+    compiled = compiled_forward(value)
+    if compiled is None:
+        return None
+    code = _call_code(compiled)
+    source = getattr(compiled, "source_code", None)
+    if code is None or not isinstance(source, str):
+        raise NoOutputCode(f"graph {number}: inductor's output code has no `call` to step here")
+    parsed = parse(source)
+    if parsed is None:
+        raise NoOutputCode(f"graph {number}: inductor's output code could not be read")
+    nodes = list(gm.graph.nodes) if gm is not None else []   # type: ignore[attr-defined]  # an fx.GraphModule
+    traces: dict[str, tuple[str, ...]] = {}
+    for node in nodes:
+        trace = node.meta.get("stack_trace")
+        if node.op not in ("placeholder", "output") and isinstance(trace, str):
+            traces[trace] = traces.get(trace, ()) + (node.name,)
+    linemap = [(int(at), str(t)) for at, t in (getattr(compiled, "cache_linemap", None) or [])
+               if isinstance(at, int) and isinstance(t, str)]
+    steps = with_provenance(parsed, source, linemap, traces)
+    return OutputCodeGraph(name, number, "forward", backend, gm, code, nodes,
+                           steps=steps, inputs=parsed.inputs, filename=code.co_filename)
