@@ -25,7 +25,6 @@ from enum import Enum
 from typing import NamedTuple
 
 from dyndbg.dynamo.graphs.output_code import CodeStep, KernelKind, StepKind, parse, with_provenance
-from dyndbg.dynamo.graphs.stepping import GraphCode
 
 _SEARCH_LIMIT = 300
 
@@ -105,11 +104,19 @@ class NodePlace(NamedTuple):
 
 
 @dataclass
-class OutputCodeGraph(GraphCode):
-    """An inductor graph: its output code's `call`, step by step. `nodes` are
-    dynamo's FX nodes (the names inductor's records use), `steps` the
-    statements of `call` (CodeStep)."""
+class OutputCodeGraph:
+    """An inductor graph: its output code's `call`, step by step. The same
+    face as stepping.GraphCode for the stepper (code, is_frame, node_at,
+    stepped, index_of, values); `nodes` are dynamo's FX nodes (the names
+    inductor's records use), `steps` the statements of `call` (CodeStep)."""
 
+    name: str                 # the `__compiled_fn_*` global
+    number: int               # graph N
+    part: str                 # "forward"
+    backend: str
+    gm: object = field(repr=False)           # dynamo's GraphModule (node names, stack traces)
+    code: types.CodeType | None = field(repr=False)   # the output code's `call`
+    nodes: list = field(default_factory=list, repr=False)
     steps: list[CodeStep] = field(default_factory=list, repr=False)
     inputs: tuple[str, ...] = ()
     filename: str = ""
@@ -132,7 +139,7 @@ class OutputCodeGraph(GraphCode):
 
     def index_of(self, node: object) -> int:
         stops = self.stops
-        return stops.index(node) if node in stops else -1   # type: ignore[arg-type]
+        return stops.index(node) if node in stops else -1
 
     def input_label(self, name: str) -> str:
         placeholders = [n.name for n in self.nodes if getattr(n, "op", "") == "placeholder"]

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import types
 from dataclasses import dataclass, field
+from typing import Union
 
+from dyndbg.dynamo.graphs.inductor_steps import NoOutputCode, OutputCodeGraph, inductor_graph
 from dyndbg.dynamo.graphs.lookup import graph_module, node_frame
 from dyndbg.dynamo.names import graph_number
 
@@ -94,11 +96,15 @@ class GraphCode:
         return out
 
 
+# A graph the stepper steps: FX nodes, or inductor's output code (inductor_steps.py)
+SteppedGraph = Union[GraphCode, OutputCodeGraph]
+
+
 class NoWayIn(Exception):
     """The graph's backend gives no code object to step (one clear line)."""
 
 
-def runnable_graph(name: str, value: object, backend: str | None) -> GraphCode:
+def runnable_graph(name: str, value: object, backend: str | None) -> SteppedGraph:
     """The GraphModule code that runs when the global `name` (holding
     `value`) is called. Raises NoWayIn saying why when there is none.
 
@@ -132,9 +138,8 @@ def runnable_graph(name: str, value: object, backend: str | None) -> GraphCode:
     return GraphCode(name, number, "forward", backend or "unknown", gm, code, list(gm.graph.nodes))  # type: ignore[attr-defined]  # a torch.fx.GraphModule
 
 
-def _inductor(name: str, number: int, value: object, backend: str | None) -> GraphCode | None:
+def _inductor(name: str, number: int, value: object, backend: str | None) -> OutputCodeGraph | None:
     """inductor: its output code's `call`, step by step (inductor_steps.py)."""
-    from dyndbg.dynamo.graphs.inductor_steps import NoOutputCode, inductor_graph
     try:
         return inductor_graph(name, number, value, backend or "inductor", graph_module(name, value))
     except NoOutputCode as why:
