@@ -226,7 +226,8 @@ def _step(stmt: ast.stmt, text: str, kernels: dict) -> CodeStep | None:
             for arg, type_ in zip(positional, types):
                 if isinstance(arg, ast.Name) and not type_.strip().startswith("const"):
                     writes.append(arg.id)
-        names = _names(positional + [k.value for k in value.keywords if k.arg != "out"])
+        # triton's `stream=stream0` is where it runs, not what it reads
+        names = _names(positional + [k.value for k in value.keywords if k.arg not in ("out", "stream")])
         reads = tuple(n for n in dict.fromkeys(names) if n not in writes)
         return CodeStep(line, StepKind.KERNEL, text, name, kind,
                         writes=tuple(dict.fromkeys(writes)), reads=reads)
@@ -250,15 +251,15 @@ def _kernel_kind(callee: str, kernels: dict) -> KernelKind | None:
 
 # -- provenance ----------------------------------------------------------------------
 
-def comment_nodes(lines: list[str], line: int) -> tuple[str, ...] | None:
-    """The nodes of the `Source Nodes: [...]` comment right above line
-    `line` (1-based), if inductor wrote one there."""
-    index = line - 2
-    while index >= 0 and lines[index].strip().startswith("#"):
-        match = SOURCE_NODES.search(lines[index])
+def comment_nodes(lines: list[str], line: int, floor: int = 0) -> tuple[str, ...] | None:
+    """The nodes of the `Source Nodes: [...]` comment inductor wrote above
+    line `line` (1-based), after line `floor` (the step before): on GPU a
+    `stream0 = get_raw_stream(0)` may stand between the comment and the call."""
+    for index in range(line - 2, max(floor, 0) - 1, -1):
+        text = lines[index].strip()
+        match = SOURCE_NODES.search(text) if text.startswith("#") else None
         if match:
             return tuple(n.strip() for n in match[1].split(",") if n.strip())
-        index -= 1
     return None
 
 
@@ -270,7 +271,8 @@ def with_provenance(code: OutputCode, source: str, linemap: list[tuple[int, str]
     `traces`: stack trace text -> the dynamo nodes (graph order) that have it."""
     lines = source.splitlines()
     kernels = [i for i, s in enumerate(code.steps) if s.kind is StepKind.KERNEL]
-    commented = {i: comment_nodes(lines, code.steps[i].line) for i in kernels}
+    commented = {i: comment_nodes(lines, code.steps[i].line, code.steps[i - 1].line if i else 0)
+                 for i in kernels}
     claimed = {n for nodes in commented.values() if nodes for n in nodes}
     steps = list(code.steps)
     previous = 0
