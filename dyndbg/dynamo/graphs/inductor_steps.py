@@ -100,7 +100,7 @@ class NodePlace(NamedTuple):
     kernel: CodeStep | None = None
     buffer: str = ""
     value: object = None
-    via: str = ""                 # FUSED: the user node whose kernel names it
+    via: str = ""                 # the user node whose kernel names it (FUSED, or an inferred BUFFER)
 
 
 @dataclass
@@ -188,20 +188,86 @@ class OutputCodeGraph:
         return [s for s in self.steps if s.kind is StepKind.KERNEL and node_name in s.nodes]
 
     def place_of(self, node_name: str, before: CodeStep, frame_locals: dict) -> NodePlace:
-        """Where the value of dynamo's node `node_name` is at the stop before `before`."""
+        """Where the value of dynamo's node `node_name` is at the stop before
+        `before`. A kernel's output buffer holds the last of its nodes with
+        that buffer's shape and dtype (dynamo's example value); its other
+        nodes were fused into it, never stored."""
         kernels = self.kernels_of(node_name)
-        holder = next((k for k in kernels if k.nodes[-1] == node_name), None)
-        if holder is None:
-            if kernels:
-                return NodePlace(Where.FUSED, kernels[0])
+        if not kernels:
+            inferred = self._unnamed_output(node_name, before, frame_locals)
+            if inferred is not None:
+                return inferred
             user, kernel = self._user_kernel(node_name)
             return NodePlace(Where.FUSED, kernel, via=user) if kernel else NodePlace(Where.UNKNOWN)
-        if holder.line >= before.line:
-            return NodePlace(Where.NOT_YET, holder)
-        for name, (state, writer) in self._states(before).items():
-            if writer is holder and name in frame_locals:
-                return NodePlace(Where.BUFFER, holder, name, frame_locals[name])
-        return NodePlace(Where.FREED, holder)
+        pending = [k for k in kernels if k.line >= before.line]
+        states = self._states(before)
+        freed = None
+        for kernel in kernels:
+            if kernel.line >= before.line:
+                continue
+            written = [n for n, (_, writer) in states.items() if writer is kernel]
+            held = [n for n in written if n in frame_locals]
+            if not held:
+                freed = freed or kernel
+                continue
+            buffer = self._holding(kernel, node_name, held, frame_locals)
+            if buffer:
+                return NodePlace(Where.BUFFER, kernel, buffer, frame_locals[buffer])
+        if freed is not None:
+            return NodePlace(Where.FREED, freed)
+        inferred = self._unnamed_output(node_name, before, frame_locals)
+        if inferred is not None:
+            return inferred
+        if pending and (len(pending) == len(kernels) or pending[0].nodes[-1] == node_name):
+            return NodePlace(Where.NOT_YET, pending[0])
+        return NodePlace(Where.FUSED, kernels[0])
+
+    def _holding(self, kernel: CodeStep, node_name: str, buffers: list[str], frame_locals: dict) -> str:
+        """The buffer among `buffers` (written by `kernel`) that holds node
+        `node_name`'s value, "" where none does."""
+        by_name = {n.name: n for n in self.nodes}
+        same = [n for n in kernel.nodes if n in by_name and
+                _same_kind(_example(by_name[n]), _example(by_name.get(node_name)))]
+        if not same or same[-1] != node_name:
+            return ""      # a later node of the kernel has its shape: this one is fused
+        fits = [b for b in buffers if _same_kind(frame_locals[b], _example(by_name.get(node_name)))]
+        return fits[-1] if fits else ""
+
+    def _unnamed_output(self, node_name: str, before: CodeStep, frame_locals: dict) -> NodePlace | None:
+        """A buffer that a kernel which ran wrote but for which inductor names
+        no node, of this node's shape and dtype, where that kernel computes a
+        user of the node (inductor's line map keeps one node per fused
+        kernel: `cpp_fused_mean_relu_0` names mean, and also writes relu's
+        buffer in place). Labelled as inferred."""
+        by_name = {n.name: n for n in self.nodes}
+        example = _example(by_name.get(node_name))
+        found: list[NodePlace] = []
+        for user, kernel in self._user_kernels(node_name):
+            if kernel.line >= before.line:
+                continue
+            states = self._states(before)
+            written = [n for n, (_, w) in states.items() if w is kernel and n in frame_locals]
+            named = {self._holding(kernel, n, written, frame_locals) for n in kernel.nodes}
+            for buffer in written:
+                if buffer not in named and _same_kind(frame_locals[buffer], example) \
+                        and getattr(example, "shape", None) is not None:
+                    found.append(NodePlace(Where.BUFFER, kernel, buffer, frame_locals[buffer], via=user))
+        return found[0] if len(found) == 1 else None
+
+    def _user_kernels(self, node_name: str) -> list[tuple[str, CodeStep]]:
+        """(user, a kernel naming it) for the node's users, breadth first."""
+        by_name = {n.name: n for n in self.nodes}
+        queue = list(getattr(by_name.get(node_name), "users", {}) or ())
+        seen: set[str] = set()
+        out: list[tuple[str, CodeStep]] = []
+        while queue:
+            user = queue.pop(0)
+            if user.name in seen:
+                continue
+            seen.add(user.name)
+            out.extend((user.name, k) for k in self.kernels_of(user.name))
+            queue.extend(user.users)
+        return out
 
     def _user_kernel(self, node_name: str) -> tuple[str, CodeStep | None]:
         """The first kernel naming a node computed from `node_name` (its users, breadth first)."""
@@ -218,6 +284,29 @@ class OutputCodeGraph:
                 return user.name, kernels[0]
             queue.extend(user.users)
         return "", None
+
+
+def _example(node: object) -> object:
+    meta = getattr(node, "meta", {}) or {}
+    value = meta.get("example_value")
+    return meta.get("val") if value is None else value
+
+
+def _same_kind(a: object, b: object) -> bool:
+    """Same dtype and shape (a symbolic size matches any); True where either
+    is not a tensor (nothing to tell them apart by)."""
+    shape_a, shape_b = getattr(a, "shape", None), getattr(b, "shape", None)
+    if shape_a is None or shape_b is None:
+        return True
+    if getattr(a, "dtype", None) != getattr(b, "dtype", None) or len(shape_a) != len(shape_b):
+        return False
+    for x, y in zip(shape_a, shape_b):
+        try:
+            if int(x) != int(y):
+                return False
+        except (TypeError, ValueError):     # symbolic: unknown here
+            continue
+    return True
 
 
 def inductor_graph(name: str, number: int, value: object, backend: str, gm: object) -> OutputCodeGraph | None:

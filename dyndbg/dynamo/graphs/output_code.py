@@ -273,7 +273,8 @@ def with_provenance(code: OutputCode, source: str, linemap: list[tuple[int, str]
     kernels = [i for i, s in enumerate(code.steps) if s.kind is StepKind.KERNEL]
     commented = {i: comment_nodes(lines, code.steps[i].line, code.steps[i - 1].line if i else 0)
                  for i in kernels}
-    claimed = {n for nodes in commented.values() if nodes for n in nodes}
+    # the node an extern kernel's comment names last is its output (its origin node)
+    claimed = {nodes[-1] for nodes in commented.values() if nodes}
     steps = list(code.steps)
     previous = 0
     for position, i in enumerate(kernels):

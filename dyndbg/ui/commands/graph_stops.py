@@ -135,7 +135,8 @@ class GraphStopCommands:
         if caller is not None:
             self.host.write(f"  {caller.f_code.co_name} at "
                             f"{caller.f_code.co_filename}:{caller.f_lineno}  (generated code)")
-        self.host.write(f"> {stop.tag} node {stop.node.name}")  # type: ignore[attr-defined]  # an FX node
+        what = "step" if isinstance(stop.graph, OutputCodeGraph) else "node"
+        self.host.write(f"> {stop.tag} {what} {stop.node.name}")  # type: ignore[attr-defined]  # an FX node or a CodeStep
 
     do_w = do_bt = do_where
 

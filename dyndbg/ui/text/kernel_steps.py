@@ -33,7 +33,7 @@ def held_text(held: Held, width: int | None = None) -> str:
         return text + (f"  (input {held.label})" if held.label else "  (input)")
     if held.writer is not None:
         nodes = ", ".join(held.writer.nodes) or "no node inductor names"
-        return f"{text}  (holds {nodes}, from {held.writer.kernel})"
+        return f"{text}  (written by {held.writer.kernel}, which computes {nodes})"
     return text
 
 
@@ -77,6 +77,10 @@ def place_lines(node: str, place: NodePlace) -> tuple[str, object] | str:
     """`p NODE`: (the line above its value, the value), or the one line saying
     why no value is shown."""
     kernel = place.kernel.kernel if place.kernel is not None else ""
+    if place.where is Where.BUFFER and place.via:
+        return (f"{node} is {place.buffer}, inferred: written by {kernel}, which computes its user "
+                f"{place.via}; inductor names no node for that buffer, its shape and dtype are {node}'s:",
+                place.value)
     if place.where is Where.BUFFER:
         return f"{node} is {place.buffer} (written by {kernel}):", place.value
     if place.where is Where.NOT_YET:
