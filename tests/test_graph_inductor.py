@@ -39,7 +39,8 @@ GRAPH_PROMPT = "(dyndbg graph) "
 PROMPT = "(dyndbg) "
 SOURCE_NODES = re.compile(r"Source Nodes: \[([^\]]*)\]")
 
-pytestmark = pytest.mark.slow     # inductor compiles (one here, cached ones in the runs)
+# The tests that use `account` or `stepped` are slow: inductor compiles (one
+# in this process, cached ones in the runs); the triton-shaped parse is not.
 
 
 class Kernel(NamedTuple):
@@ -73,7 +74,7 @@ def _call_function(source: str) -> ast.FunctionDef:
 
 
 @pytest.fixture(scope="module")
-def account() -> Account:
+def account() -> Account:  # slow: one inductor compile
     import torch
     import torch._dynamo
     from torch._inductor.codecache import PyCodeCache
@@ -201,6 +202,7 @@ def _holder(account: Account, node: str) -> Kernel | None:
     return next((k for k in account.kernels if _named(account, k)[-1:] == (node,)), None)
 
 
+@pytest.mark.slow
 def test_each_stop_is_a_step_of_call_and_kernels_are_torchs(stepped, account: Account) -> None:
     run, segments = stepped
     heads = [(lines[0]) for command, lines in segments if lines and HEAD.match(lines[0])]
@@ -234,6 +236,7 @@ def test_each_stop_is_a_step_of_call_and_kernels_are_torchs(stepped, account: Ac
     assert HEAD.match(heads[-1])[3] == "return: the graph returns"
 
 
+@pytest.mark.slow
 def test_values_after_each_kernel_are_the_eager_values(stepped, account: Account) -> None:
     import torch
     run, segments = stepped
@@ -254,6 +257,7 @@ def test_values_after_each_kernel_are_the_eager_values(stepped, account: Account
     assert checked >= 3, run.transcript[-3000:]
 
 
+@pytest.mark.slow
 def test_unwritten_buffer_and_fused_node_are_labelled(stepped, account: Account) -> None:
     run, segments = stepped
     outputs = {command: lines for command, lines in segments}
@@ -269,6 +273,7 @@ def test_unwritten_buffer_and_fused_node_are_labelled(stepped, account: Account)
     assert sum(t.startswith("->") for t in listing) == 1
 
 
+@pytest.mark.slow
 def test_locals_and_the_result_are_the_programs(stepped, account: Account) -> None:
     run, segments = stepped
     held = next(lines for command, lines in segments if command == "locals")
@@ -281,6 +286,7 @@ def test_locals_and_the_result_are_the_programs(stepped, account: Account) -> No
     assert result in run.stdout.splitlines()
 
 
+@pytest.mark.slow
 def test_parse_reads_the_real_output_code(account: Account) -> None:
     """The pure parsing (output_code.py) on the output code torch loaded: its
     steps are line starts of the real `call` code object (line events stop
@@ -329,3 +335,43 @@ def call(args):
     kernel = with_provenance(parsed, source, [], {})[1]
     assert kernel.kernel_kind is KernelKind.TRITON and kernel.nodes == ("h",)
     assert kernel.reads == ("arg0_1", "buf0")
+
+
+def test_stop_text_of_a_kernel_and_a_node_place() -> None:
+    """The pure text (ui/text/kernel_steps.py): a kernel's head, the nodes and
+    where inductor's record of them comes from, the buffers it touches;
+    `p NODE` for a buffer, a fused node and one not computed yet."""
+    from dyndbg.dynamo.graphs.inductor_steps import BufferState, Held, NodePlace, Where
+    from dyndbg.dynamo.graphs.output_code import parse, with_provenance
+    from dyndbg.ui.text import kernel_steps
+    source = '''
+cpp_fused_relu_0 = async_compile.cpp_pybinding(['const float*', 'float*'], r"""x""")
+class Runner:
+    def call(self, args):
+        arg0_1, = args
+        args.clear()
+        buf0 = empty_strided_cpu((4, ), (1, ), torch.float32)
+        cpp_fused_relu_0(arg0_1, buf0)
+        return (buf0, )
+'''
+    parsed = parse(source)
+    assert parsed is not None
+    steps = with_provenance(parsed, source, [(7, "T")], {"T": ("h",)})
+    kernel = steps[1]
+    assert kernel.writes == ("buf0",) and kernel.reads == ("arg0_1",) and kernel.nodes == ("h",)
+    held = [Held("arg0_1", BufferState.INPUT, 1.5, None, "l_x_"),
+            Held("buf0", BufferState.NOT_COMPUTED, None, None)]
+    lines = kernel_steps.stop_lines("[graph 2 inductor forward]", kernel, 1, 3, [], held)
+    assert lines == ["[graph 2 inductor forward] step 2/3 cpp_fused_relu_0: cpp kernel",
+                     "  computes h (inductor's line map)",
+                     "  code: cpp_fused_relu_0(arg0_1, buf0)",
+                     "  in  arg0_1 = 1.5  (input l_x_)",
+                     "  out buf0 = allocated, not computed yet"]
+    assert kernel_steps.toolbar_text("[graph 2 inductor forward]", kernel, 1, 3) == \
+        "graph 2 inductor forward | step 2/3 cpp_fused_relu_0"
+    assert kernel_steps.place_lines("h", NodePlace(Where.BUFFER, kernel, "buf0", 7)) == \
+        ("h is buf0 (written by cpp_fused_relu_0):", 7)
+    assert kernel_steps.place_lines("y", NodePlace(Where.FUSED, kernel, via="h")) == \
+        "y: fused into cpp_fused_relu_0, which computes its user h, not materialized"
+    assert kernel_steps.place_lines("h", NodePlace(Where.NOT_YET, kernel)) == \
+        "h: not computed yet (cpp_fused_relu_0 computes it)"

@@ -125,11 +125,15 @@ class OutputCodeGraph:
     def stops(self) -> list[CodeStep]:
         return [s for s in self.steps if s.stops]
 
-    def node_at(self, lineno: int | None) -> object | None:
+    def __post_init__(self) -> None:
+        self._by_line: dict[int, CodeStep] = {}
         for step in self.steps:
-            if step.line == lineno and step.stops:
-                return step
-        return None
+            if step.stops:
+                self._by_line.setdefault(step.line, step)
+
+    def node_at(self, lineno: int | None) -> object | None:
+        """The step that starts at line `lineno` of the output code (each line event)."""
+        return self._by_line.get(lineno) if lineno is not None else None
 
     def is_frame(self, frame: types.FrameType) -> bool:
         return frame.f_code is self.code
@@ -242,10 +246,10 @@ class OutputCodeGraph:
         by_name = {n.name: n for n in self.nodes}
         example = _example(by_name.get(node_name))
         found: list[NodePlace] = []
+        states = self._states(before)
         for user, kernel in self._user_kernels(node_name):
             if kernel.line >= before.line:
                 continue
-            states = self._states(before)
             written = [n for n, (_, w) in states.items() if w is kernel and n in frame_locals]
             named = {self._holding(kernel, n, written, frame_locals) for n in kernel.nodes}
             for buffer in written:
