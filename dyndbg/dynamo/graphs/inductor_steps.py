@@ -319,6 +319,11 @@ def inductor_graph(name: str, number: int, value: object, backend: str, gm: obje
     compiled = compiled_forward(value)
     if compiled is None:
         return None
+    if getattr(compiled, "cudagraph_info", None) is not None \
+            and getattr(compiled, "disabled_cudagraphs_reason", None) is None:
+        # cudagraph_post_compile wrapped `call` in cudagraphify: replays run no Python (not run here)
+        raise NoOutputCode(f"graph {number} runs as a CUDA graph replay (mode=\"reduce-overhead\"): "
+                           "no kernels to step between")
     code = _call_code(compiled)
     source = getattr(compiled, "source_code", None)
     if code is None or not isinstance(source, str):
