@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
 
-from dyndbg.dynamo.graphs.output_code import CodeStep, KernelKind, StepKind, parse, with_provenance
+from dyndbg.dynamo.graphs.output_code import (CodeStep, KernelKind, StepKind, parse, trace_key,
+                                               with_provenance)
 
 _SEARCH_LIMIT = 300
 
@@ -336,7 +337,8 @@ def inductor_graph(name: str, number: int, value: object, backend: str, gm: obje
     for node in nodes:
         trace = node.meta.get("stack_trace")
         if node.op not in ("placeholder", "output") and isinstance(trace, str):
-            traces[trace] = traces.get(trace, ()) + (node.name,)
+            key = trace_key(trace)
+            traces[key] = traces.get(key, ()) + (node.name,)
     linemap = [(int(at), str(t)) for at, t in (getattr(compiled, "cache_linemap", None) or [])
                if isinstance(at, int) and isinstance(t, str)]
     steps = with_provenance(parsed, source, linemap, traces)

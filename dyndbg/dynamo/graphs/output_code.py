@@ -31,7 +31,10 @@ Which FX nodes a kernel computes, from inductor's own records only:
   before its code is written). The traces between the previous kernel call
   and this one are this kernel's, less the one an extern kernel entered
   just before the C++ group was flushed for it (its comment names it).
-  Each trace names the dynamo nodes whose `stack_trace` is that text.
+  Each trace names the dynamo nodes whose `stack_trace` is that text, line
+  numbers aside (`trace_key`): inductor's FX graph cache keys ignore stack
+  traces, so a graph loaded from it carries the line map of the compile
+  that filled it, whose line numbers are stale once lines above moved.
 """
 from __future__ import annotations
 
@@ -41,6 +44,14 @@ from enum import Enum
 from typing import NamedTuple
 
 SOURCE_NODES = re.compile(r"Source Nodes: \[([^\]]*)\]")
+_LINE_NUMBER = re.compile(r", line \d+,")
+
+
+def trace_key(trace: str) -> str:
+    """A stack trace's text less its line numbers: the files, functions,
+    source lines and carets, the same in a cached line map after an edit
+    that moved the lines but not the code."""
+    return _LINE_NUMBER.sub(",", trace)
 ALLOCATORS = ("empty_strided", "alloc_from_pool", "torch.empty_strided")
 
 
@@ -268,7 +279,7 @@ def with_provenance(code: OutputCode, source: str, linemap: list[tuple[int, str]
     """The steps, each kernel with the dynamo nodes inductor records for it.
 
     `linemap`: the compiled graph's cache_linemap, (line, stack trace);
-    `traces`: stack trace text -> the dynamo nodes (graph order) that have it."""
+    `traces`: trace_key(stack trace) -> the dynamo nodes (graph order) that have it."""
     lines = source.splitlines()
     kernels = [i for i, s in enumerate(code.steps) if s.kind is StepKind.KERNEL]
     commented = {i: comment_nodes(lines, code.steps[i].line, code.steps[i - 1].line if i else 0)
@@ -283,7 +294,7 @@ def with_provenance(code: OutputCode, source: str, linemap: list[tuple[int, str]
         if nodes is not None:
             steps[i] = step._replace(nodes=nodes, provenance="comment")
         else:
-            found = [t for at, t in linemap if previous < at <= step.line]
+            found = [trace_key(t) for at, t in linemap if previous < at <= step.line]
             following = commented.get(kernels[position + 1]) if position + 1 < len(kernels) else None
             if following and len(found) > 1:
                 # the extern kernel that made the C++ group flush entered its context first
