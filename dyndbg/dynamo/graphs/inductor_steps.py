@@ -341,6 +341,6 @@ def inductor_graph(name: str, number: int, value: object, backend: str, gm: obje
             traces[key] = traces.get(key, ()) + (node.name,)
     linemap = [(int(at), str(t)) for at, t in (getattr(compiled, "cache_linemap", None) or [])
                if isinstance(at, int) and isinstance(t, str)]
-    steps = with_provenance(parsed, source, linemap, traces)
+    steps = with_provenance(parsed, source, linemap, traces, {n.name for n in nodes})
     return OutputCodeGraph(name, number, "forward", backend, gm, code, nodes,
                            steps=steps, inputs=parsed.inputs, filename=code.co_filename)

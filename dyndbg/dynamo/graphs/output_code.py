@@ -275,15 +275,23 @@ def comment_nodes(lines: list[str], line: int, floor: int = 0) -> tuple[str, ...
 
 
 def with_provenance(code: OutputCode, source: str, linemap: list[tuple[int, str]],
-                    traces: dict[str, tuple[str, ...]]) -> list[CodeStep]:
+                    traces: dict[str, tuple[str, ...]], node_names: set[str] | None = None) -> list[CodeStep]:
     """The steps, each kernel with the dynamo nodes inductor records for it.
 
     `linemap`: the compiled graph's cache_linemap, (line, stack trace);
-    `traces`: trace_key(stack trace) -> the dynamo nodes (graph order) that have it."""
+    `traces`: trace_key(stack trace) -> the dynamo nodes (graph order) that have it;
+    `node_names`: all of dynamo's node names, where known."""
     lines = source.splitlines()
     kernels = [i for i, s in enumerate(code.steps) if s.kind is StepKind.KERNEL]
-    commented = {i: comment_nodes(lines, code.steps[i].line, code.steps[i - 1].line if i else 0)
-                 for i in kernels}
+    known = node_names if node_names is not None else set()
+    commented: dict[int, tuple[str, ...] | None] = {}
+    for i in kernels:
+        nodes = comment_nodes(lines, code.steps[i].line, code.steps[i - 1].line if i else 0)
+        if nodes is not None and known:
+            # a guard (not seen): if a cached output code's comment names nodes
+            # dynamo's graph no longer has, they are dropped, the line map used if none is left
+            nodes = tuple(n for n in nodes if n in known) or None
+        commented[i] = nodes
     # the node an extern kernel's comment names last is its output (its origin node)
     claimed = {nodes[-1] for nodes in commented.values() if nodes}
     steps = list(code.steps)
