@@ -382,3 +382,19 @@ class Runner:
         "y: fused into cpp_fused_relu_0, which computes its user h, not materialized"
     assert kernel_steps.place_lines("h", NodePlace(Where.NOT_YET, kernel)) == \
         "h: not computed yet (cpp_fused_relu_0 computes it)"
+
+
+@pytest.mark.slow
+def test_the_compiled_core_steps_it_too(account: Account, tmp_path: Path) -> None:
+    """The compiled core (its C call filter hands the watched `call` to the
+    Python trace while a graph is entered): the same first stops."""
+    run = run_dyndbg([PROGRAM, "inductor"], ["b __compiled_fn_*", "c", "s", "s", "s", "c"], tmp_path,
+                     env={"DYNDBG_CORE": "c", "DYNDBG_TRACER": "settrace"})
+    no_traceback(run)
+    if "compiled core" in run.transcript:
+        pytest.skip("the compiled core is not built here")
+    assert run.returncode == 0, run.stderr[-3000:]
+    heads = [line for line in run.transcript.splitlines() if HEAD.match(line)]
+    statements = [account.source.splitlines()[line - 1].strip() for line in account.stops[:3]]
+    codes = [line[len("  code: "):] for line in run.transcript.splitlines() if line.startswith("  code: ")]
+    assert len(heads) == 3 and codes == statements, run.transcript[-3000:]
