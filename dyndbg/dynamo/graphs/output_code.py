@@ -1,7 +1,7 @@
 """Inductor's output code, read as steps (issue 50): pure text, no torch.
 
 Inductor compiles a graph to a Python module (its "output code") whose
-`call(args)` (a function, or `Runner.call` since torch 2.9 or so) runs the
+`call(args)` (torch 2.13: the method `Runner.call`; earlier, a module-level function) runs the
 graph: one statement per step. Measured on torch 2.13 CPU:
 
     buf0 = empty_strided_cpu((3, 16), (16, 1), torch.float32)        allocation
@@ -229,7 +229,7 @@ def _step(stmt: ast.stmt, text: str, kernels: dict) -> CodeStep | None:
         if kind is None:
             return None
         name = _kernel_name(callee)
-        positional = [a for a in value.args]
+        positional = list(value.args)
         out = [k for k in value.keywords if k.arg == "out"]
         writes: list[str] = _names([k.value for k in out])
         if kind is KernelKind.CPP:     # the pointers not declared const are written
