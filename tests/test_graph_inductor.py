@@ -398,3 +398,24 @@ def test_the_compiled_core_steps_it_too(account: Account, tmp_path: Path) -> Non
     statements = [account.source.splitlines()[line - 1].strip() for line in account.stops[:3]]
     codes = [line[len("  code: "):] for line in run.transcript.splitlines() if line.startswith("  code: ")]
     assert len(heads) == 3 and codes == statements, run.transcript[-3000:]
+
+
+def test_parse_takes_an_aten_fallback_and_its_outputs() -> None:
+    """A kernel inductor leaves to aten (`bufN = torch.ops.aten.X.default(...)`,
+    returning several outputs read as `buf1 = buf0[0]`): a kernel step that
+    defines its buffer, and an alias (no stop) whose buffer shares its state."""
+    from dyndbg.dynamo.graphs.output_code import KernelKind, StepKind, parse
+    source = '''
+def call(args):
+    arg0_1, = args
+    buf0 = torch.ops.aten.native_layer_norm.default(arg0_1, [4], None, None, 1e-05)
+    buf1 = buf0[0]
+    return (buf1, )
+'''
+    parsed = parse(source)
+    assert parsed is not None
+    kernel, alias, returned = parsed.steps
+    assert kernel.kind is StepKind.KERNEL and kernel.kernel_kind is KernelKind.ATEN
+    assert kernel.writes == ("buf0",) and kernel.reads == ("arg0_1",)
+    assert alias.kind is StepKind.ALIAS and not alias.stops and alias.source == "buf0"
+    assert returned.kind is StepKind.RETURN and returned.reads == ("buf1",)

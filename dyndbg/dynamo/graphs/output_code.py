@@ -208,6 +208,9 @@ def _step(stmt: ast.stmt, text: str, kernels: dict) -> CodeStep | None:
         value = stmt.value
         if isinstance(value, ast.Name):
             return CodeStep(line, StepKind.ALIAS, text, defines=defines, source=value.id)
+        if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
+            # `buf4 = buf3[0]`: one output of a kernel that returns several
+            return CodeStep(line, StepKind.ALIAS, text, defines=defines, source=value.value.id)
         if not isinstance(value, ast.Call):
             return None
         callee = _dotted(value.func)
