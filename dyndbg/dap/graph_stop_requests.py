@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from dyndbg.dap.protocol import RequestError
 from dyndbg.dap.stop_requests import console, stack_trace, variables_of
 from dyndbg.dap.variables import References, variable
+from dyndbg.dynamo.graphs.inductor_steps import OutputCodeGraph
 from dyndbg.dynamo.graphs.stepping import MISSING, node_step
 from dyndbg.engine.stop import GraphStop
-from dyndbg.ui.text import graph_steps
 
 if TYPE_CHECKING:
     from dyndbg.dap.hub import Hub
@@ -43,10 +43,32 @@ REFUSED = {
 }
 
 
-def stop_description(stop: GraphStop) -> str:
-    """The stopped event's description: the stop's first line, as the prompt prints it."""
-    step = node_step(stop.graph, stop.node, stop.frame.f_locals)
-    return graph_steps.stop_lines(stop.tag, step)[0]
+def stop_description(stop: GraphStop, shown: str) -> str:
+    """The stopped event's description: the stop's own line of what the
+    prompt printed for it (`shown`), after any catchpoint's line."""
+    lines = shown.splitlines()
+    return next((line for line in lines if line.startswith(stop.tag)), stop.tag)
+
+
+def user_place(stop: GraphStop) -> tuple[str, int] | None:
+    """The user's (file, line) of the node about to run, or of the first
+    node the inductor step computes; None where torch kept none."""
+    graph = stop.graph
+    if isinstance(graph, OutputCodeGraph):
+        places = graph.user_places(stop.node)  # type: ignore[arg-type]  # a CodeStep
+        return places[0] if places else None
+    return node_step(graph, stop.node, stop.frame.f_locals).place
+
+
+def step_inputs(stop: GraphStop) -> list[tuple[str, object]]:
+    """What the node (or the inductor step) about to run takes, as held now."""
+    held = stop.frame.f_locals
+    graph = stop.graph
+    if isinstance(graph, OutputCodeGraph):
+        names = [*stop.node.reads, *stop.node.writes]  # type: ignore[attr-defined]  # a CodeStep
+        return [(name, held[name]) for name in dict.fromkeys(names) if name in held]
+    step = node_step(graph, stop.node, held)
+    return [(name, value) for name, value in step.inputs if value is not MISSING]
 
 
 class GraphStopRequests:
@@ -81,11 +103,11 @@ class GraphStopRequests:
     # -- frames ----------------------------------------------------------------------------
     def r_stackTrace(self, arguments: dict) -> dict:
         stop = self.checked_stop()
-        step = node_step(stop.graph, stop.node, stop.frame.f_locals)
         graph: dict[str, Any] = {"id": GRAPH_FRAME, "column": 1,
-                                 "name": f"{stop.tag} {step.name}"}
-        if step.place is not None:
-            path, line = step.place
+                                 "name": f"{stop.tag} {stop.node.name}"}  # type: ignore[attr-defined]  # an FX node or a CodeStep
+        place = user_place(stop)
+        if place is not None:
+            path, line = place
             graph.update(self.requests.code.file_source(path))
             graph["line"] = line
         else:   # torch kept no stack trace for this node: no line of the user's
@@ -110,8 +132,7 @@ class GraphStopRequests:
             return {"scopes": [self._scope("Locals", "locals", names)]}
         if frame_id not in (None, GRAPH_FRAME):
             raise RequestError(f"no frame {frame_id!r} at this stop (frame ids die on resume)")
-        step = node_step(stop.graph, stop.node, stop.frame.f_locals)
-        inputs = [(name, value) for name, value in step.inputs if value is not MISSING]
+        inputs = step_inputs(stop)
         held = stop.graph.values(stop.frame.f_locals)
         return {"scopes": [self._scope("Node inputs", "arguments", inputs),
                            self._scope("Graph values", "locals", held)]}
@@ -133,13 +154,14 @@ class GraphStopRequests:
         stop = self.checked_stop()
         if (arguments.get("context") or "repl") == "repl":
             return console(self.requests, expression)
-        # hover and watch: a node's name, read from the graph's frame, nothing run
+        # hover and watch: a value the graph's frame holds (a node's, a
+        # buffer's, an input's), read, nothing run
         name = expression.strip()
-        if name not in {n.name for n in stop.graph.nodes}:
-            raise RequestError(f"graph {stop.graph.number} has no node {name!r}")
         value = dict(stop.graph.values(stop.frame.f_locals)).get(name, MISSING)
         if value is MISSING:
-            raise RequestError(f"{name}: not computed yet, or freed after its last use")
+            raise RequestError(f"{name}: graph {stop.graph.number} holds no value of that "
+                               "name now (not computed yet, freed, or no such node; the "
+                               f"debug console's `p {name}` says which)")
         result = variable("", value, self.refs)
         return {"result": result["value"], "type": result.get("type", ""),
                 "variablesReference": result["variablesReference"]}

@@ -219,7 +219,7 @@ class Requests:
             self.frontend.output(shown)
         self.event("stopped", {"reason": "breakpoint" if stop.breakpoints else "step",
                                "threadId": self.stop_thread,
-                               "description": stop_description(stop),
+                               "description": stop_description(stop, shown),
                                "allThreadsStopped": False, "preserveFocusHint": False})
 
     def resumed(self) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import types
 from typing import Callable, Protocol
 
-from dyndbg.dynamo.graphs.stepping import GraphCode
+from dyndbg.dynamo.graphs.stepping import SteppedGraph
 from dyndbg.engine.breakpoints import Breakpoint
 from dyndbg.engine.stop import GraphStop, HeldStop, StopReason
 from dyndbg.engine.tracing.tracer import Tracer
@@ -34,14 +34,14 @@ class GraphStepper:
         self._tracer = tracer
         self.frontend = frontend
         self.held = held
-        self.graph: GraphCode | None = None
+        self.graph: SteppedGraph | None = None
         self.caller: types.FrameType | None = None    # the generated frame that calls it
         self.frame: types.FrameType | None = None     # the graph's frame, once started
         self.stepping = False                         # stop before each node
         # `catch backward`: at the first node, the catchpoints that stop (none: no stop)
         self.first: Callable[[types.FrameType], list[Breakpoint]] | None = None
 
-    def enter(self, graph: GraphCode, caller: types.FrameType,
+    def enter(self, graph: SteppedGraph, caller: types.FrameType,
               first: Callable[[types.FrameType], list[Breakpoint]] | None = None) -> bool:
         """Stop before the first node of the next run of `graph` called from
         `caller` (through torch's wrappers); False where the tracing mechanism

@@ -23,7 +23,7 @@ from dyndbg.engine.codeinfo import CodeInfo, Instr
 
 if TYPE_CHECKING:
     from dyndbg.dynamo.compiles import BreakReason
-    from dyndbg.dynamo.graphs.stepping import GraphCode
+    from dyndbg.dynamo.graphs.stepping import SteppedGraph
     from dyndbg.dynamo.symbolic import CompilePoint, SymbolicState
 
 
@@ -102,7 +102,7 @@ class GraphStop:
 
     kind: ClassVar[StopKind] = StopKind.GRAPH
     frame: types.FrameType
-    graph: GraphCode
+    graph: SteppedGraph
     node: object
     caller: types.FrameType | None
     reason: StopReason = StopReason.STEP

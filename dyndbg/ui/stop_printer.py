@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, TextIO
 
 from dyndbg.dynamo.compiles import why
+from dyndbg.dynamo.graphs.inductor_steps import OutputCodeGraph
 from dyndbg.dynamo.graphs.stepping import node_step
+from dyndbg.ui.commands import kernel_stops
 from dyndbg.engine.stop import Stop, StopReason
 from dyndbg.ui.text import boundaries, graph_steps, render
 from dyndbg.ui.commands.breakpoints import deleted_at_stop
@@ -113,6 +115,9 @@ class StopPrinter:
         breakpoints = f"{count} breakpoint{'s' if count != 1 else ''}"
         graph_stop = session.engine.held.graph
         if graph_stop is not None:     # inside a compiled graph (issue 50)
+            if isinstance(graph_stop.graph, OutputCodeGraph):
+                place = kernel_stops.toolbar(graph_stop, graph_stop.graph)
+                return f" {place} | {breakpoints} | graph "
             step = node_step(graph_stop.graph, graph_stop.node, graph_stop.frame.f_locals)
             return f" {graph_steps.toolbar_text(graph_stop.tag, step)} | {breakpoints} | graph "
         stop = session.stop

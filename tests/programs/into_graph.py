@@ -1,5 +1,6 @@
 """An MLP compiled with the backend named on the command line (eager,
-aot_eager), for stepping into its graph (tests/test_into_graph.py). After
+aot_eager, inductor), for stepping into its graph (tests/test_into_graph.py,
+tests/test_graph_inductor.py). After
 the compiled call it prints its result and torch's own account of the graph
 dynamo built: each node's name, op and innermost user frame from
 node.meta["stack_trace"], read from the program's own `__compiled_fn_*` global."""

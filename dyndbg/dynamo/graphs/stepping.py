@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import types
 from dataclasses import dataclass, field
+from typing import Union
 
+from dyndbg.dynamo.graphs.inductor_steps import NoOutputCode, OutputCodeGraph, inductor_graph
 from dyndbg.dynamo.graphs.lookup import graph_module, node_frame
 from dyndbg.dynamo.names import graph_number
 
@@ -94,11 +96,15 @@ class GraphCode:
         return out
 
 
+# A graph the stepper steps: FX nodes, or inductor's output code (inductor_steps.py)
+SteppedGraph = Union[GraphCode, OutputCodeGraph]
+
+
 class NoWayIn(Exception):
     """The graph's backend gives no code object to step (one clear line)."""
 
 
-def runnable_graph(name: str, value: object, backend: str | None) -> GraphCode:
+def runnable_graph(name: str, value: object, backend: str | None) -> SteppedGraph:
     """The GraphModule code that runs when the global `name` (holding
     `value`) is called. Raises NoWayIn saying why when there is none.
 
@@ -106,6 +112,7 @@ def runnable_graph(name: str, value: object, backend: str | None) -> GraphCode:
     `gm.forward` made at compile time; its `__func__.__code__` runs.
     aot_eager forward (training): `CompiledFunction.compiled_fw` is
     `boxed_nop.<locals>.run`, whose `fx_g` cell is AOT's forward GraphModule.
+    inductor: its output code's `call` (inductor_steps.OutputCodeGraph).
     """
     number = graph_number(name)
     if number is None or not callable(value):
@@ -116,6 +123,12 @@ def runnable_graph(name: str, value: object, backend: str | None) -> GraphCode:
         runs = _eager_forward(value)
         if runs is None:
             runs = _aot_forward(name, value)
+        if runs is None:
+            inductor = _inductor(name, number, value, backend)
+            if inductor is not None:
+                return inductor
+    except NoWayIn:
+        raise
     except Exception as error:  # noqa: BLE001 - a torch change: said, then stepped over
         raise NoWayIn(f"{label}'s backend could not be read "
                       f"({type(error).__name__}: {error}); stepping over") from None
@@ -123,6 +136,14 @@ def runnable_graph(name: str, value: object, backend: str | None) -> GraphCode:
         raise NoWayIn(f"{label}'s backend ({backend or 'unknown'}) gives no way in; stepping over")
     gm, code = runs
     return GraphCode(name, number, "forward", backend or "unknown", gm, code, list(gm.graph.nodes))  # type: ignore[attr-defined]  # a torch.fx.GraphModule
+
+
+def _inductor(name: str, number: int, value: object, backend: str | None) -> OutputCodeGraph | None:
+    """inductor: its output code's `call`, step by step (inductor_steps.py)."""
+    try:
+        return inductor_graph(name, number, value, backend or "inductor", graph_module(name, value))
+    except NoOutputCode as why:
+        raise NoWayIn(f"{why}; stepping over") from None
 
 
 def _is_graph_module(obj: object) -> bool:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from dyndbg.dynamo.graphs.inductor_steps import OutputCodeGraph
 from dyndbg.dynamo.graphs.stepping import MISSING, node_step, target_text
 from dyndbg.engine.stop import GraphStop
+from dyndbg.ui.commands import kernel_stops
 from dyndbg.ui.commands.host import Family, Host, commands_of, usage
 from dyndbg.ui.text import graph_steps
 from dyndbg.ui.text.parsing import CommandError
@@ -62,6 +64,8 @@ class GraphStopCommands:
         for bp in stop.breakpoints:      # `catch backward`: its first node
             self.host.write(f"Catchpoint {bp.number} (backward), hit {bp.hits}: "
                             f"backward of graph {stop.graph.number} starts")
+        if isinstance(stop.graph, OutputCodeGraph):
+            return kernel_stops.print_stop(self.host, stop, stop.graph)
         step = node_step(stop.graph, stop.node, stop.frame.f_locals)
         for line in graph_steps.stop_lines(stop.tag, step):
             self.host.write(line)
@@ -123,6 +127,8 @@ class GraphStopCommands:
         What the graph has computed so far and still holds, by node name
         (FX frees each value after its last use), inputs included."""
         stop = self.stop
+        if isinstance(stop.graph, OutputCodeGraph):
+            return kernel_stops.print_locals(self.host, stop, stop.graph)
         for line in graph_steps.values_lines(stop.graph.values(stop.frame.f_locals)):
             self.host.write(line)
 
@@ -133,6 +139,8 @@ class GraphStopCommands:
         if not name:
             raise CommandError("usage: p NODE")
         stop = self.stop
+        if isinstance(stop.graph, OutputCodeGraph):
+            return kernel_stops.print_value(self.host, stop, stop.graph, name)
         names = {n.name for n in stop.graph.nodes}
         if name not in names:
             raise CommandError(f"graph {stop.graph.number} has no node {name!r}")
@@ -157,7 +165,8 @@ class GraphStopCommands:
         elif caller is not None:
             self.host.write(f"  {caller.f_code.co_name} at "
                             f"{caller.f_code.co_filename}:{caller.f_lineno}  (generated code)")
-        self.host.write(f"> {stop.tag} node {stop.node.name}")  # type: ignore[attr-defined]  # an FX node
+        what = "step" if isinstance(stop.graph, OutputCodeGraph) else "node"
+        self.host.write(f"> {stop.tag} {what} {stop.node.name}")  # type: ignore[attr-defined]  # an FX node or a CodeStep
 
     do_w = do_bt = do_where
 
@@ -165,6 +174,8 @@ class GraphStopCommands:
         """l(ist) | graph
         The graph's nodes, `->` at the one about to run."""
         stop = self.stop
+        if isinstance(stop.graph, OutputCodeGraph):
+            return kernel_stops.print_list(self.host, stop, stop.graph)
         for node in stop.graph.nodes:
             mark = "->" if node is stop.node else "  "
             self.host.write(f"{mark} {node.name:<20} {node.op:<14} {target_text(node.target)}")

@@ -20,7 +20,9 @@ class RunningCommands:
         frame, including one that the current instruction calls; stepline steps
         by source line. At the call of a compiled graph (eager, aot_eager's
         forward, a backend returning a GraphModule's forward), s enters it: a
-        stop before each of its FX nodes (n and si step over it)."""
+        stop before each of its FX nodes (n and si step over it); for an
+        inductor graph, before each step of its output code's call (kernels,
+        allocations, reinterprets)."""
         count = parse_count(arg, "step count")
         note = self.host.step_into_graph_here() if count == 1 else None
         if note is not None:

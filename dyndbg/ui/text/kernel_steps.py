@@ -1,0 +1,103 @@
+"""A stop inside an inductor graph, as text (no I/O; pure but for linecache).
+
+    [graph 1 inductor forward] step 4/9 cpp_fused_relu_0: cpp kernel
+      computes h (inductor's line map)
+      at into_graph.py:19: h = torch.relu(self.l1(x))
+      code: cpp_fused_relu_0(buf1)
+      out buf1 = Tensor f32[3, 16] cpu [...]  (holds linear, from extern_kernels.addmm)
+"""
+from __future__ import annotations
+
+from dyndbg.dynamo.graphs.inductor_steps import BufferState, Held, NodePlace, Where
+from dyndbg.dynamo.graphs.output_code import CodeStep, StepKind
+from dyndbg.ui.text.graph_steps import place_text
+from dyndbg.ui.text.values import summarize
+
+
+def head_text(tag: str, step: CodeStep, index: int, count: int) -> str:
+    position = f"step {index + 1}/{count}"
+    if step.kind is StepKind.KERNEL:
+        kind = step.kernel_kind.value if step.kernel_kind is not None else "kernel"
+        return f"{tag} {position} {step.kernel}: {kind}"
+    if step.kind is StepKind.RETURN:
+        return f"{tag} {position} return: the graph returns"
+    return f"{tag} {position} {step.kind.value} {', '.join(step.defines)}"
+
+
+def held_text(held: Held, width: int | None = None) -> str:
+    """`Tensor f32[3] ...  (holds h, from cpp_fused_relu_0)` or its state."""
+    if held.state is BufferState.NOT_COMPUTED:
+        return "allocated, not computed yet"
+    text = summarize(held.value, width)
+    if held.state is BufferState.INPUT:
+        return text + (f"  (input {held.label})" if held.label else "  (input)")
+    if held.writer is not None:
+        nodes = ", ".join(held.writer.nodes) or "no node inductor names"
+        return f"{text}  (written by {held.writer.kernel}, which computes {nodes})"
+    return text
+
+
+def stop_lines(tag: str, step: CodeStep, index: int, count: int,
+               places: list[tuple[str, int]], held: list[Held]) -> list[str]:
+    """The lines a stop before one output-code step prints: the kernel, the
+    FX nodes inductor says it computes and their user lines, the statement,
+    and the buffers it touches as they are now."""
+    lines = [head_text(tag, step, index, count)]
+    if step.kind is StepKind.KERNEL:
+        if step.nodes:
+            lines.append(f"  computes {', '.join(step.nodes)} (inductor's {step.provenance})")
+        else:
+            lines.append("  computes no node inductor records")
+        for place in places:
+            lines.append("  " + place_text(place))
+    lines.append(f"  code: {step.text}")
+    by_name = {h.name: h for h in held}
+    touched = [("in ", n) for n in step.reads] + [("out", n) for n in step.writes]
+    if step.kind in (StepKind.REINTERPRET, StepKind.ALIAS) and step.source:
+        touched = [("in ", step.source)]
+    for role, name in touched:
+        if name in by_name:
+            lines.append(f"  {role} {name} = {held_text(by_name[name])}")
+    return lines
+
+
+def toolbar_text(tag: str, step: CodeStep, index: int, count: int) -> str:
+    return f"{tag.strip('[]')} | step {index + 1}/{count} {step.name}"
+
+
+def held_lines(held: list[Held]) -> list[str]:
+    """`locals` at an inductor stop: the inputs still held, the buffers made so far."""
+    if not held:
+        return ["the graph holds no input or buffer now"]
+    width = max(len(h.name) for h in held)
+    return [f"{h.name.ljust(width)} = {held_text(h)}" for h in held]
+
+
+def place_lines(node: str, place: NodePlace) -> tuple[str, object] | str:
+    """`p NODE`: (the line above its value, the value), or the one line saying
+    why no value is shown."""
+    kernel = place.kernel.kernel if place.kernel is not None else ""
+    if place.where is Where.BUFFER and place.via:
+        return (f"{node} is {place.buffer}, inferred: written by {kernel}, which computes its user "
+                f"{place.via}; inductor names no node for that buffer, its shape and dtype are {node}'s:",
+                place.value)
+    if place.where is Where.BUFFER:
+        return f"{node} is {place.buffer} (written by {kernel}):", place.value
+    if place.where is Where.NOT_YET:
+        return f"{node}: not computed yet ({kernel} computes it)"
+    if place.where is Where.FUSED:
+        via = f", which computes its user {place.via}" if place.via else ""
+        return f"{node}: fused into {kernel}{via}, not materialized"
+    if place.where is Where.FREED:
+        return f"{node}: computed by {kernel}, its buffer since freed or reused"
+    return f"{node}: inductor records no kernel for it in this graph"
+
+
+def list_lines(steps: list[CodeStep], current: CodeStep) -> list[str]:
+    """`l`: the output code's steps, `->` at the one about to run."""
+    out = []
+    for step in steps:
+        mark = "->" if step is current else "  "
+        nodes = f"  # {', '.join(step.nodes)}" if step.nodes else ""
+        out.append(f"{mark} {step.line:>4} {step.text}{nodes}")
+    return out
