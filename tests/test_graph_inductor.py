@@ -41,10 +41,12 @@ SOURCE_NODES = re.compile(r"Source Nodes: \[([^\]]*)\]")
 
 
 def _key(trace: str | None) -> str:
-    """A stack trace less its line numbers: inductor's FX graph cache ignores
-    stack traces, so a graph it loads keeps the line map of the compile that
-    filled it (lines since moved, e.g. by an edit of this program's docstring)."""
-    return re.sub(r", line \d+,", ",", trace or "")
+    """A stack trace less its line numbers and folders: inductor's FX graph
+    cache ignores stack traces, so a graph it loads keeps the line map of the
+    compile that filled it (lines since moved, e.g. by an edit of this
+    program's docstring, or another checkout's paths: this machine's clones
+    share one cache)."""
+    return re.sub(r'File "[^"]*/', 'File "', re.sub(r", line \d+,", ",", trace or ""))
 
 # The tests that use `account` or `stepped` are slow: inductor compiles (one
 # in this process, cached ones in the runs); the triton-shaped parse is not.

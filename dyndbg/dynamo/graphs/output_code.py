@@ -48,10 +48,15 @@ _LINE_NUMBER = re.compile(r", line \d+,")
 
 
 def trace_key(trace: str) -> str:
-    """A stack trace's text less its line numbers: the files, functions,
-    source lines and carets, the same in a cached line map after an edit
-    that moved the lines but not the code."""
-    return _LINE_NUMBER.sub(",", trace)
+    """A stack trace's text less its line numbers and its files' folders:
+    the files' names, functions, source lines and carets, the same in a
+    cached line map after an edit that moved the lines but not the code, or
+    from a copy of the program elsewhere (inductor's FX graph cache keys no
+    stack trace: a graph cached by another checkout keeps its paths)."""
+    return _FOLDERS.sub('File "', _LINE_NUMBER.sub(",", trace))
+
+
+_FOLDERS = re.compile(r'File "[^"]*/')
 ALLOCATORS = ("empty_strided", "alloc_from_pool", "torch.empty_strided")
 
 
