@@ -47,8 +47,9 @@ PAGE_PYTHON = (3, 11)
 PAGE_TORCH = "2.13.0"
 PAGE_RELEASE = f"torch {PAGE_TORCH} on Python {PAGE_PYTHON[0]}.{PAGE_PYTHON[1]}"
 PAGE_ROOT = "/path/to/dyndbg"
-# A command at the prompt; `(dyndbg compile)` at a stop while dynamo compiles.
-PROMPTED = re.compile(r"\(dyndbg(?: compile)?\) (.*)")
+# A command at the prompt; `(dyndbg compile)` at a stop while dynamo compiles,
+# `(dyndbg graph)` at a stop inside a compiled graph.
+PROMPTED = re.compile(r"\(dyndbg(?: compile| graph)?\) (.*)")
 MARKER = re.compile(r"^<!--\s*(transcript|command|file)(?::\s*(\S+))?\s*-->\s*$")
 FENCE = re.compile(r"^(```+)")
 

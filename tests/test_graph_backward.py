@@ -213,7 +213,7 @@ def test_catch_backward_of_a_graph_not_there_and_help(tmp_path: Path, account: A
                          "help catch", "c"], tmp_path)
     segments = dict(_segments(run.transcript))
     assert segments["catch backward 99"] == [
-        "Catchpoint 1 (catch backward 99)",
+        "Catchpoint 1 (backward 99)",
         "dyndbg: no graph 99 yet; catchpoint 1 is pending until dynamo compiles it"]
     assert any(re.search(r"catch backward 99\s+\[pending: no graph 99 yet\]", line)
                for line in segments["info breakpoints"])

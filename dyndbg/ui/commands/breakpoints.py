@@ -273,7 +273,8 @@ class BreakpointCommands:
         if number is not None and number < 1:
             raise CommandError(f"no graph {number}: graphs are numbered from 1")
         bp = self.host.engine.breakpoints.add(BackwardCatchTarget(graph=number))
-        self.host.write(f"Catchpoint {bp.number} ({bp.target.describe()})")
+        # as the other catchpoints' lines and its stops' say it: `Catchpoint 2 (backward 1)`
+        self.host.write(f"Catchpoint {bp.number} (backward{'' if number is None else f' {number}'})")
         if number is None:
             return
         found = find_graph_global(str(number))
