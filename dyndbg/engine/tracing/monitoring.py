@@ -38,9 +38,10 @@ from dyndbg.cpython.tracing import CALL_EVENT_MISSES_FUNCTION_EX
 from dyndbg.dynamo import GeneratedCode
 from dyndbg.engine.fast_paths import EVERY_INSTRUCTION, FastInstructions
 from dyndbg.engine.modes import CodeNeeds, TraceLevel
+from dyndbg.engine.tracing.monitoring_graphs import MonitoredGraphs
 from dyndbg.engine.tracing.resume_calls import ResumeCalls
 from dyndbg.engine.threads import ENGINE_LOCK, in_main_thread
-from dyndbg.engine.tracing.tracer import EventSink, MechanismBase
+from dyndbg.engine.tracing.tracer import EventSink, GraphEvents, MechanismBase
 
 if TYPE_CHECKING:
     from dyndbg.engine.tracing._monitoring import InstructionFilter
@@ -83,6 +84,9 @@ class MonitoringTracer(MechanismBase):
         self._global = 0                  # global events wanted (while not suspended)
         self._suspended = 0
         self._started = False
+        # The compiled graphs being stepped into (monitoring_graphs.py).
+        self._graphs = MonitoredGraphs(self._tool, sink, self.events, self._fail,
+                                       self._apply_global)
         # The compiled core answers INSTRUCTION events itself while the
         # engine only records, or at a false condition: for the codes listed
         # here (filled by _on_instruction, emptied by retrace), id(code) ->
@@ -96,7 +100,8 @@ class MonitoringTracer(MechanismBase):
             self._on_instruction_filter or self._on_instruction
         self._callbacks = ((_E.INSTRUCTION, on_instruction), (_E.PY_START, self._on_start),
                            (_E.PY_RETURN, self._on_return), (_E.CALL, self._on_call),
-                           (_E.RAISE, self._on_raise), (_E.PY_UNWIND, self._on_unwind))
+                           (_E.RAISE, self._on_raise), (_E.PY_UNWIND, self._on_unwind),
+                           (_E.LINE, self._graphs.on_line))
 
     # -- the Tracer interface ---------------------------------------------------
     def start(self) -> None:
@@ -104,7 +109,8 @@ class MonitoringTracer(MechanismBase):
         for event, callback in self._callbacks:
             _M.register_callback(self._tool, event, callback)
         # torch reacts to monitoring callbacks as to any frame: keep dynamo away.
-        self.hooks.shield(self._on_instruction, self._fail,
+        self.hooks.shield(self._on_instruction, self._fail, self._graphs.on_start,
+                          self._graphs.on_end,
                           *(callback for _, callback in self._callbacks[1:]))
         self._started = True
         # Code compiled before attaching is known without the C callback too.
@@ -117,6 +123,7 @@ class MonitoringTracer(MechanismBase):
             return
         self._started = False
         _M.set_events(self._tool, 0)
+        self._graphs.clear()
         for traced in self._traced.values():
             if traced.events:
                 _M.set_local_events(self._tool, traced.code, 0)
@@ -181,14 +188,13 @@ class MonitoringTracer(MechanismBase):
         # at once, and they stop at their next instruction.
         self.retrace()
 
-    def watch_graph(self, code: types.CodeType | None, events: object) -> bool:
-        """Not yet (issue 50): set_local_events(tool, code, LINE | PY_START |
-        PY_RETURN) on the graph's code alone, its callbacks dispatched by
-        code identity to `events`, DISABLE returned for every other code."""
-        return False
+    def watch_graph(self, code: types.CodeType | None, events: GraphEvents) -> bool:
+        """The graph's code alone gets its events (monitoring_graphs.py)."""
+        self._graphs.watch(code, events)
+        return True
 
     def unwatch_graph(self, code: types.CodeType | None) -> None:
-        pass
+        self._graphs.unwatch(code)
 
     def suspend(self) -> None:
         self._suspended += 1
@@ -236,7 +242,7 @@ class MonitoringTracer(MechanismBase):
             self._apply_global()
 
     def _apply_global(self) -> None:
-        wanted = 0 if self._suspended else self._global
+        wanted = 0 if self._suspended else self._global | self._graphs.global_events
         if _M.get_events(self._tool) != wanted:
             _M.set_events(self._tool, wanted)
 
@@ -316,12 +322,17 @@ class MonitoringTracer(MechanismBase):
         if known is not None and known.needs.resume_calls:
             self._resume_calls.before_function_ex(code, offset, frame)
 
-    def _on_start(self, code: types.CodeType, offset: int) -> None:
+    def _on_start(self, code: types.CodeType, offset: int) -> object:
         if self.hooks.interrupt_pending and in_main_thread():
             self.hooks.interrupt_pending = False
             raise KeyboardInterrupt
+        if self._graphs.watching and id(code) not in self._generated:
+            answer = self._graphs.on_start(code, sys._getframe(1))
+            if answer is DISABLE:
+                self._disabled = True    # until the next restart_events
+            return answer
         if self.sink.detached or id(code) not in self._generated:
-            return
+            return None
         try:
             with ENGINE_LOCK:
                 if self.sink.detached:
@@ -331,9 +342,11 @@ class MonitoringTracer(MechanismBase):
                 self.sink.on_frame_start(frame)
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
+        return None
 
     def _on_return(self, code: types.CodeType, offset: int, value: object) -> None:
-        if self.sink.detached:
+        if self.sink.detached or \
+                self._graphs.watching and self._graphs.on_end(code, sys._getframe(1)):
             return
         try:
             with ENGINE_LOCK:
@@ -376,7 +389,8 @@ class MonitoringTracer(MechanismBase):
         """A frame leaves by an exception: a traced one has returned; with
         --post-mortem, a generated caller keeps its stack as before the call."""
         sink = self.sink
-        if sink.detached:
+        if sink.detached or \
+                self._graphs.watching and self._graphs.on_end(code, sys._getframe(1)):
             return
         running = id(code) in self._running
         if not running and not self.policy.failed_calls:
