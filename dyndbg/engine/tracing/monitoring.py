@@ -19,6 +19,9 @@ user continues) keep their code's PY_RETURN and exception delivery until
 they return, as settrace keeps tracing such a frame: an exception raised
 there after `continue` still stops.
 
+A compiled graph that `s` steps into gets events of its own, only while it
+is entered (monitoring_graphs.py).
+
 sys.monitoring is global: generated code gets its events in every thread,
 those started before dyndbg included. Events reach the engine under
 threads.ENGINE_LOCK; a Ctrl-C caught in torch's callback is raised in the
@@ -190,7 +193,10 @@ class MonitoringTracer(MechanismBase):
 
     def watch_graph(self, code: types.CodeType | None, events: GraphEvents) -> bool:
         """The graph's code alone gets its events (monitoring_graphs.py)."""
-        self._graphs.watch(code, events)
+        try:
+            self._graphs.watch(code, events)
+        except (ValueError, TypeError):   # not a code object sys.monitoring can instrument
+            return False
         return True
 
     def unwatch_graph(self, code: types.CodeType | None) -> None:
