@@ -90,6 +90,7 @@ class MonitoringTracer(MechanismBase):
         # The compiled graphs being stepped into (monitoring_graphs.py).
         self._graphs = MonitoredGraphs(self._tool, sink, self.events, self._fail,
                                        self._apply_global)
+        self._graph_codes = self._graphs.watched    # empty while no graph is entered
         # The compiled core answers INSTRUCTION events itself while the
         # engine only records, or at a false condition: for the codes listed
         # here (filled by _on_instruction, emptied by retrace), id(code) ->
@@ -332,7 +333,7 @@ class MonitoringTracer(MechanismBase):
         if self.hooks.interrupt_pending and in_main_thread():
             self.hooks.interrupt_pending = False
             raise KeyboardInterrupt
-        if self._graphs.watching and id(code) not in self._generated:
+        if self._graph_codes and id(code) not in self._generated:
             answer = self._graphs.on_start(code, sys._getframe(1))
             if answer is DISABLE:
                 self._disabled = True    # until the next restart_events
@@ -352,7 +353,7 @@ class MonitoringTracer(MechanismBase):
 
     def _on_return(self, code: types.CodeType, offset: int, value: object) -> None:
         if self.sink.detached or \
-                self._graphs.watching and self._graphs.on_end(code, sys._getframe(1)):
+                self._graph_codes and self._graphs.on_end(code, sys._getframe(1)):
             return
         try:
             with ENGINE_LOCK:
@@ -396,7 +397,7 @@ class MonitoringTracer(MechanismBase):
         --post-mortem, a generated caller keeps its stack as before the call."""
         sink = self.sink
         if sink.detached or \
-                self._graphs.watching and self._graphs.on_end(code, sys._getframe(1)):
+                self._graph_codes and self._graphs.on_end(code, sys._getframe(1)):
             return
         running = id(code) in self._running
         if not running and not self.policy.failed_calls:

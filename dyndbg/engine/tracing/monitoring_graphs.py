@@ -45,37 +45,34 @@ class MonitoredGraphs:
         self._events = events
         self._fail = fail
         self._changed = changed     # the global events to set changed (global_events)
-        self._watched: dict[int | None, tuple[types.CodeType | None, GraphEvents]] = {}
-
-    @property
-    def watching(self) -> bool:
-        return bool(self._watched)
+        # Read by the tracer's callbacks, whose graph part is skipped while it is empty.
+        self.watched: dict[int | None, tuple[types.CodeType | None, GraphEvents]] = {}
 
     @property
     def global_events(self) -> int:
         """The global events the watched graphs need (0 while none is)."""
-        if not self._watched:
+        if not self.watched:
             return 0
-        return _E.PY_UNWIND | (_E.PY_START if None in self._watched else 0)
+        return _E.PY_UNWIND | (_E.PY_START if None in self.watched else 0)
 
     def watch(self, code: types.CodeType | None, events: GraphEvents) -> None:
         if code is not None:
             _M.set_local_events(self._tool, code, GRAPH_LOCAL_EVENTS)
-        self._watched[None if code is None else id(code)] = (code, events)
+        self.watched[None if code is None else id(code)] = (code, events)
         self._changed()
 
     def unwatch(self, code: types.CodeType | None) -> None:
-        known = self._watched.pop(None if code is None else id(code), None)
+        known = self.watched.pop(None if code is None else id(code), None)
         if known is not None and known[0] is not None:
             _M.set_local_events(self._tool, known[0], 0)
         self._changed()
 
     def clear(self) -> None:
         """The tracer stops: every graph code's events go."""
-        for code, _ in self._watched.values():
+        for code, _ in self.watched.values():
             if code is not None:
                 _M.set_local_events(self._tool, code, 0)
-        self._watched.clear()
+        self.watched.clear()
 
     # -- the callbacks' graph part ------------------------------------------------------
     def on_start(self, code: types.CodeType, frame: types.FrameType) -> object:
@@ -83,7 +80,7 @@ class MonitoredGraphs:
         DISABLE where it was offered as a lazy graph's code and not taken."""
         try:
             with ENGINE_LOCK:
-                watched = self._watched
+                watched = self.watched
                 known = watched.get(id(code))
                 if self._sink.detached:
                     return None
@@ -109,7 +106,7 @@ class MonitoredGraphs:
         """LINE of a watched graph's code (the callback itself: its caller is the frame)."""
         try:
             with ENGINE_LOCK:
-                known = self._watched.get(id(code))
+                known = self.watched.get(id(code))
                 if known is None or self._sink.detached:
                     return
                 self._events["graph line"] += 1
@@ -120,7 +117,7 @@ class MonitoredGraphs:
     def on_end(self, code: types.CodeType, frame: types.FrameType) -> bool:
         """PY_RETURN or PY_UNWIND: whether `code` is a watched graph's (then
         the stepper is told its frame ended)."""
-        known = self._watched.get(id(code))
+        known = self.watched.get(id(code))
         if known is None:
             return False
         try:
