@@ -230,6 +230,25 @@ def test_aot_eager_forward_steps_at_torchs_lines_then_r_returns(mechanism: str, 
     assert account.result in run.stdout
 
 
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_an_error_inside_a_graph_step_detaches_and_the_graph_runs_on(mechanism: str,
+                                                                      tmp_path: Path) -> None:
+    """An internal error in the graph's line event (DYNDBG_FAULT=graph, at the
+    first one): said once, dyndbg detaches, and the graph and the program
+    run on to the same result as a plain run."""
+    account = Account(run_plain(PROGRAM, "aot_eager"))
+    run = run_dyndbg([PROGRAM, "aot_eager"], ["b __compiled_fn_*", "c", "s", "s", "c"], tmp_path,
+                     env={**_env(mechanism), "DYNDBG_FAULT": "graph"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Traceback" not in run.stderr + run.transcript
+    errors = [line for line in run.transcript.splitlines() if "internal error" in line]
+    assert errors == ["*** dyndbg internal error in trace: RuntimeError: injected fault at graph "
+                      "(DYNDBG_FAULT); detaching, the program continues without the debugger"], \
+        run.transcript[-3000:]
+    assert not any(HEAD.match(line) for line in run.transcript.splitlines())
+    assert account.result in run.stdout and run.stdout.endswith("--- end ---\n")
+
+
 @pytest.mark.skipif(not hasattr(sys, "monitoring"),
                     reason="sys.monitoring exists from Python 3.12 (3.11: settrace)")
 def test_sys_monitoring_leaves_the_graphs_code_as_it_was(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from typing import Callable
 
 from dyndbg.engine.threads import ENGINE_LOCK
 from dyndbg.engine.tracing.tracer import EventSink, GraphEvents
+from dyndbg.faults import FAULTS_ON, maybe_fault
 
 _M = sys.monitoring
 _E = _M.events
@@ -110,6 +111,8 @@ class MonitoredGraphs:
                 if known is None or self._sink.detached:
                     return
                 self._events["graph line"] += 1
+                if FAULTS_ON:
+                    maybe_fault("graph")
                 known[1].on_graph_line(sys._getframe(1))
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
