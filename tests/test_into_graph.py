@@ -77,6 +77,12 @@ def _numbers(text: str) -> list[float]:
     return [float(v) for v in re.findall(r"-?\d+\.\d+(?:e[-+]?\d+)?|-?\d+\.(?!\d)", body)]
 
 
+# sys.monitoring's events for each eager graph's code, as the debugger's tool has them.
+_MONITORING_EVENTS = ("p [__import__('sys').monitoring.get_local_events(__import__('sys')"
+                      ".monitoring.DEBUGGER_ID, v._torchdynamo_orig_callable.__code__) "
+                      "for k, v in globals().items() if k.startswith('__compiled_fn')]")
+
+
 def _env(mechanism: str, core: str = "python") -> dict[str, str | None]:
     return {"DYNDBG_CORE": core, "DYNDBG_TRACER": mechanism}
 
@@ -249,16 +255,46 @@ def test_an_error_inside_a_graph_step_detaches_and_the_graph_runs_on(mechanism: 
     assert account.result in run.stdout and run.stdout.endswith("--- end ---\n")
 
 
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_an_exception_inside_the_graph_ends_it_at_the_call(mechanism: str, tmp_path: Path) -> None:
+    """tests/programs/graph_raises.py: the graph's indexing node raises on the
+    second call. Stepped into, the stop after the node before is the
+    exception at the graph's call in the generated code, and the program
+    catches it as in a plain run. The graph is left as at a return: its
+    third call runs unstepped to the breakpoint, its code without events
+    (sys.monitoring)."""
+    program = ROOT / "tests" / "programs" / "graph_raises.py"
+    plain = run_plain(program)
+    assert plain.returncode == 0 and "caught IndexError" in plain.stdout, plain.stderr[-2000:]
+    commands = ["b __compiled_fn_*", "c", "c", "s", "s", "s", "s", "c"]
+    if mechanism == "monitoring":
+        commands.append(_MONITORING_EVENTS)
+    run = run_dyndbg(program, commands + ["c"], tmp_path, env=_env(mechanism))
+    no_traceback(run)
+    assert (run.stdout, run.returncode) == (plain.stdout, 0)
+    segments = _segments(run.transcript)
+    heads = [HEAD.match(lines[0]) for command, lines in segments if command == "s" and lines]
+    assert [m[5] if m else None for m in heads] == ["sin", "y", "getitem", None], \
+        run.transcript[-3000:]
+    raised = [lines for command, lines in segments if command == "s"][-1]
+    assert raised[0].startswith("!! IndexError: "), raised
+    assert any(re.match(r"> f \[0/0\]  instr \d+/\d+ @\d+  CALL ", line) for line in raised), raised
+    third = [lines for command, lines in segments if command == "c"][2]
+    assert any(line.startswith("Breakpoint 1 at __compiled_fn_*, hit 3") for line in third), third
+    if mechanism == "monitoring":
+        assert [lines for command, lines in segments if command == _MONITORING_EVENTS] == \
+            [["[0]"]], run.transcript[-3000:]
+
+
 @pytest.mark.skipif(not hasattr(sys, "monitoring"),
                     reason="sys.monitoring exists from Python 3.12 (3.11: settrace)")
 def test_sys_monitoring_leaves_the_graphs_code_as_it_was(tmp_path: Path) -> None:
     """sys.monitoring sets events per code object: a graph's code has
-    dyndbg's (tool 2, the debugger's) only while it is entered. After `r`
+    dyndbg's (the debugger's tool) only while it is entered. After `r`
     at graph 1's stop, and after `c` at the next graph's stop, the codes of
     both have none: the graph's next call (the loop's second) runs
     unstepped, to the breakpoint at the next graph call."""
-    events = ("p [__import__('sys').monitoring.get_local_events(2, v._torchdynamo_orig_callable"
-              ".__code__) for k, v in globals().items() if k.startswith('__compiled_fn')]")
+    events = _MONITORING_EVENTS
     commands = ["b __compiled_fn_*", "c", "s", "s", "r", events, "c", "s", "s", "c", events,
                 "c", "c"]
     run = run_dyndbg(ROOT / "samples" / "graph_break.py", commands, tmp_path,
