@@ -82,6 +82,10 @@ _MONITORING_EVENTS = ("p [__import__('sys').monitoring.get_local_events(__import
                       ".monitoring.DEBUGGER_ID, v._torchdynamo_orig_callable.__code__) "
                       "for k, v in globals().items() if k.startswith('__compiled_fn')]")
 
+# Whether the debugger's tool has PY_START on globally (nonzero) or not (0).
+_GLOBAL_PY_START = ("p __import__('sys').monitoring.get_events(__import__('sys').monitoring"
+                    ".DEBUGGER_ID) & __import__('sys').monitoring.events.PY_START")
+
 
 def _env(mechanism: str, core: str = "python") -> dict[str, str | None]:
     return {"DYNDBG_CORE": core, "DYNDBG_TRACER": mechanism}
@@ -216,8 +220,10 @@ def test_aot_eager_forward_steps_at_torchs_lines_then_r_returns(mechanism: str, 
     GraphModule is lazy: its code is made as it first starts, here."""
     account = Account(run_plain(PROGRAM, "aot_eager"))
     places = {(os.path.basename(path), number) for _, _, path, number in account.stepped}
-    run = run_dyndbg([PROGRAM, "aot_eager"], ["b __compiled_fn_*", "c", "s", "s", "s", "r", "c"],
-                     tmp_path, env=_env(mechanism, core))
+    commands = ["b __compiled_fn_*", "c", "s", "s", "s", "r", "c"]
+    if mechanism == "monitoring":   # the lazy graph's global PY_START is gone after it
+        commands.insert(-1, _GLOBAL_PY_START)
+    run = run_dyndbg([PROGRAM, "aot_eager"], commands, tmp_path, env=_env(mechanism, core))
     no_traceback(run)
     if core == "c" and "compiled core" in run.transcript:
         pytest.skip("the compiled core is not built here")
@@ -233,6 +239,8 @@ def test_aot_eager_forward_steps_at_torchs_lines_then_r_returns(mechanism: str, 
         assert place is not None and (place[1], int(place[2])) in places, lines[1]
     returned = next(lines for command, lines in segments if command == "r")
     assert returned[0].startswith("> forward ["), returned
+    if mechanism == "monitoring":
+        assert [lines for command, lines in segments if command == _GLOBAL_PY_START] == [["0"]]
     assert account.result in run.stdout
 
 
