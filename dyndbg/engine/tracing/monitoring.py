@@ -30,17 +30,16 @@ main thread only, as Python raises it.
 from __future__ import annotations
 
 import collections
-import dis
 import sys
 import types
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable
 
 from dyndbg import cores
-from dyndbg.cpython import is_return
 from dyndbg.cpython.tracing import CALL_EVENT_MISSES_FUNCTION_EX
 from dyndbg.dynamo import GeneratedCode
 from dyndbg.engine.fast_paths import EVERY_INSTRUCTION, FastInstructions
-from dyndbg.engine.modes import CodeNeeds, TraceLevel
+from dyndbg.engine.modes import TraceLevel
+from dyndbg.engine.tracing.monitoring_events import TracedCode, code_events
 from dyndbg.engine.tracing.monitoring_graphs import MonitoredGraphs
 from dyndbg.engine.tracing.resume_calls import ResumeCalls
 from dyndbg.engine.threads import ENGINE_LOCK, in_main_thread
@@ -53,17 +52,6 @@ _M = sys.monitoring
 _E = _M.events
 DISABLE = _M.DISABLE
 _GLOBAL_EVENTS = _E.RAISE | _E.PY_UNWIND
-
-
-class _Traced(NamedTuple):
-    """What one code object has: its events, for which policy, and why."""
-
-    code: types.CodeType          # held, so that its id stays this code's
-    events: int
-    policy: object
-    needs: CodeNeeds
-    armed: frozenset[int]         # offsets where INSTRUCTION may stop after continue
-    watched_calls: frozenset[int] = frozenset()   # 3.12: armed only to see a resume call
 
 
 class MonitoringTracer(MechanismBase):
@@ -79,7 +67,7 @@ class MonitoringTracer(MechanismBase):
         self.events: collections.Counter[str] = collections.Counter()
         self._tool = _M.DEBUGGER_ID
         self._generated = sink.registry.by_id
-        self._traced: dict[int, _Traced] = {}          # id(code) -> its events
+        self._traced: dict[int, TracedCode] = {}       # id(code) -> its events
         self._running: dict[int, list[types.FrameType]] = {}  # id(code) -> its traced live frames
         self._resume_calls = ResumeCalls(sink.registry, lambda: sink.detached, self._ensure)
         self._policy: object = None       # the policy the events are being set for now
@@ -212,23 +200,6 @@ class MonitoringTracer(MechanismBase):
         self._apply_global()
 
     # -- setting events ---------------------------------------------------------------
-    def _events_for(self, needs: CodeNeeds, code: types.CodeType,
-                    armed: frozenset[int]) -> int:
-        events = 0
-        if needs.instructions is not TraceLevel.NONE or armed:
-            events |= _E.INSTRUCTION
-        if needs.starts:
-            events |= _E.PY_START | _E.PY_RETURN
-        elif needs.instructions is TraceLevel.EVERY or self._running.get(id(code)) or \
-                any(is_return(dis.opname[code.co_code[offset]]) for offset in armed):
-            # Stepping (next, return and until stop after their frame returns),
-            # live frames, or a stop at a return: PY_RETURN must already be on
-            # when the return runs (turned on at that stop, it comes too late).
-            events |= _E.PY_RETURN
-        if needs.resume_calls:
-            events |= _E.CALL
-        return events
-
     def _ensure(self, entry: GeneratedCode) -> None:
         code = entry.code
         needs = self.policy.code_needs(entry)
@@ -239,11 +210,11 @@ class MonitoringTracer(MechanismBase):
             # 3.12: a resume call is seen at its INSTRUCTION event
             watched = frozenset(self._resume_calls.function_ex_calls(code)) - armed
             armed |= watched
-        events = self._events_for(needs, code, armed)
+        events = code_events(needs, code, armed, bool(self._running.get(id(code))))
         known = self._traced.get(id(code))
         if known is None or known.events != events:
             _M.set_local_events(self._tool, code, events)
-        self._traced[id(code)] = _Traced(code, events, self._policy, needs, armed, watched)
+        self._traced[id(code)] = TracedCode(code, events, self._policy, needs, armed, watched)
         if (events or needs.exceptions) and not self._global:
             self._global = _GLOBAL_EVENTS
             self._apply_global()
@@ -269,7 +240,7 @@ class MonitoringTracer(MechanismBase):
                 del self._running[id(code)]
                 known = self._traced.get(id(code))
                 if known is not None:
-                    events = self._events_for(known.needs, code, known.armed)
+                    events = code_events(known.needs, code, known.armed, False)
                     if events != known.events:
                         _M.set_local_events(self._tool, code, events)
                         self._traced[id(code)] = known._replace(events=events)
@@ -280,7 +251,7 @@ class MonitoringTracer(MechanismBase):
         self.events["instruction"] += 1
         sink = self.sink
         stepping = self.policy.stepping
-        known: _Traced | None = None
+        known: TracedCode | None = None
         if not stepping:
             known = self._traced.get(id(code))
             if known is None or offset not in known.armed:
