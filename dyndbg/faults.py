@@ -1,6 +1,7 @@
 """Fault injection for the tests: DYNDBG_FAULT=<place> makes dyndbg raise an
-internal error at that place (opcode, render, callback, hook), to prove that
-an error inside dyndbg detaches it and leaves the program running."""
+internal error at that place (opcode, render, callback, hook; graph: a line
+event of a compiled graph stepped into), to prove that an error inside
+dyndbg detaches it and leaves the program running."""
 from __future__ import annotations
 
 import os

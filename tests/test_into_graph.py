@@ -9,6 +9,10 @@ against strings copied from one release:
 - each node's value shown (`p NODE`, torch's repr at 10 decimals): the same
   model and input run eagerly in this process;
 - the program's result: the same as a plain run (stepping changes nothing).
+
+Each runs on every tracing mechanism this Python has: sys.settrace, and
+sys.monitoring from 3.12 (its default), where the graph's code alone gets
+events while it is entered (engine/tracing/monitoring_graphs.py).
 """
 from __future__ import annotations
 
@@ -24,8 +28,8 @@ from harness import ROOT, Run, run_dyndbg, run_plain
 from transcript import no_traceback
 
 PROGRAM = ROOT / "tests" / "programs" / "into_graph.py"
-PYTHON_CORE = {"DYNDBG_CORE": "python", "DYNDBG_TRACER": "settrace"}
 CORES = ["python", "c"]
+MECHANISMS = ["settrace", "monitoring"] if hasattr(sys, "monitoring") else ["settrace"]
 HEAD = re.compile(r"^\[graph (\d+) (\S+) forward\] node (\d+)/(\d+) (\S+): (.*)$")
 GRAPH_PROMPT = "(dyndbg graph) "
 PROMPT = "(dyndbg) "
@@ -73,6 +77,20 @@ def _numbers(text: str) -> list[float]:
     return [float(v) for v in re.findall(r"-?\d+\.\d+(?:e[-+]?\d+)?|-?\d+\.(?!\d)", body)]
 
 
+# sys.monitoring's events for each eager graph's code, as the debugger's tool has them.
+_MONITORING_EVENTS = ("p [__import__('sys').monitoring.get_local_events(__import__('sys')"
+                      ".monitoring.DEBUGGER_ID, v._torchdynamo_orig_callable.__code__) "
+                      "for k, v in globals().items() if k.startswith('__compiled_fn')]")
+
+# Whether the debugger's tool has PY_START on globally (nonzero) or not (0).
+_GLOBAL_PY_START = ("p __import__('sys').monitoring.get_events(__import__('sys').monitoring"
+                    ".DEBUGGER_ID) & __import__('sys').monitoring.events.PY_START")
+
+
+def _env(mechanism: str, core: str = "python") -> dict[str, str | None]:
+    return {"DYNDBG_CORE": core, "DYNDBG_TRACER": mechanism}
+
+
 def _segments(text: str) -> list[tuple[str, list[str]]]:
     found: list[tuple[str, list[str]]] = []
     for line in text.splitlines():
@@ -91,9 +109,12 @@ def account() -> Account:
     return Account(run_plain(PROGRAM, "eager"))
 
 
-@pytest.fixture(scope="module", params=CORES)
+@pytest.fixture(scope="module", params=[(core, mechanism) for mechanism in MECHANISMS
+                                        for core in CORES],
+                ids=lambda param: f"{param[0]}-{param[1]}")
 def stepped(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
             account: Account) -> tuple[Run, list]:
+    core, mechanism = request.param
     names = [n[0] for n in account.stepped]
     assert names, account.nodes
     commands = ["b __compiled_fn_*", "c", "s"]
@@ -101,9 +122,9 @@ def stepped(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         commands += ["s", f"p {name}"]
     commands += ["locals", "s", "c"]
     run = run_dyndbg([PROGRAM, "eager"], commands, tmp_path_factory.mktemp("into_graph"),
-                     env={"DYNDBG_CORE": request.param, "DYNDBG_TRACER": "settrace"})
+                     env=_env(mechanism, core))
     no_traceback(run)
-    if request.param == "c" and "compiled core" in run.transcript:
+    if core == "c" and "compiled core" in run.transcript:
         pytest.skip("the compiled core is not built here")
     assert run.returncode == 0, run.stderr[-3000:]
     return run, _segments(run.transcript)
@@ -163,7 +184,8 @@ def test_after_the_graph_the_next_stop_is_after_the_call(stepped, account: Accou
     assert account.result in run.stdout            # the same result as the plain run
 
 
-def test_a_backend_with_no_way_in_is_stepped_over_in_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_a_backend_with_no_way_in_is_stepped_over_in_one_line(mechanism: str, tmp_path: Path) -> None:
     """tests/programs/rewriting_backends.py: f's backend rewrites the graph
     (tanh becomes sigmoid) and returns gm.forward: the graph stepped is the
     one that runs, sigmoid; g's backend returns a function of its own: one
@@ -172,7 +194,7 @@ def test_a_backend_with_no_way_in_is_stepped_over_in_one_line(tmp_path: Path) ->
     plain = run_plain(program)
     assert plain.returncode == 0, plain.stderr[-2000:]
     commands = ["b __compiled_fn_*", "c", "s", "s", "s", "s", "c", "s", "c"]
-    run = run_dyndbg(program, commands, tmp_path, env=PYTHON_CORE)
+    run = run_dyndbg(program, commands, tmp_path, env=_env(mechanism))
     no_traceback(run)
     heads = [line for line in run.transcript.splitlines() if HEAD.match(line)]
     assert len(heads) == 4 and all(h.startswith("[graph 1 tanh_to_sigmoid forward]") for h in heads), heads
@@ -188,15 +210,23 @@ def test_a_backend_with_no_way_in_is_stepped_over_in_one_line(tmp_path: Path) ->
             assert line in run.stdout
 
 
-def test_aot_eager_forward_steps_at_torchs_lines_then_r_returns(tmp_path: Path) -> None:
+@pytest.mark.parametrize("core", CORES)
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_aot_eager_forward_steps_at_torchs_lines_then_r_returns(mechanism: str, core: str,
+                                                                 tmp_path: Path) -> None:
     """aot_eager: AOT's forward graph (aten nodes) is the one stepped; each
     stop's user line is one of the lines of torch's account of the graph,
-    and `r` runs the rest of it to the instruction after the call."""
+    and `r` runs the rest of it to the instruction after the call. Its
+    GraphModule is lazy: its code is made as it first starts, here."""
     account = Account(run_plain(PROGRAM, "aot_eager"))
     places = {(os.path.basename(path), number) for _, _, path, number in account.stepped}
-    run = run_dyndbg([PROGRAM, "aot_eager"], ["b __compiled_fn_*", "c", "s", "s", "s", "r", "c"],
-                     tmp_path, env=PYTHON_CORE)
+    commands = ["b __compiled_fn_*", "c", "s", "s", "s", "r", "c"]
+    if mechanism == "monitoring":   # the lazy graph's global PY_START is gone after it
+        commands.insert(-1, _GLOBAL_PY_START)
+    run = run_dyndbg([PROGRAM, "aot_eager"], commands, tmp_path, env=_env(mechanism, core))
     no_traceback(run)
+    if core == "c" and "compiled core" in run.transcript:
+        pytest.skip("the compiled core is not built here")
     segments = _segments(run.transcript)
     heads = [lines for command, lines in segments if command == "s"
              and lines and HEAD.match(lines[0])]
@@ -209,28 +239,82 @@ def test_aot_eager_forward_steps_at_torchs_lines_then_r_returns(tmp_path: Path) 
         assert place is not None and (place[1], int(place[2])) in places, lines[1]
     returned = next(lines for command, lines in segments if command == "r")
     assert returned[0].startswith("> forward ["), returned
+    if mechanism == "monitoring":
+        assert [lines for command, lines in segments if command == _GLOBAL_PY_START] == [["0"]]
     assert account.result in run.stdout
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_an_error_inside_a_graph_step_detaches_and_the_graph_runs_on(mechanism: str,
+                                                                      tmp_path: Path) -> None:
+    """An internal error in the graph's line event (DYNDBG_FAULT=graph, at the
+    first one): said once, dyndbg detaches, and the graph and the program
+    run on to the same result as a plain run."""
+    account = Account(run_plain(PROGRAM, "aot_eager"))
+    run = run_dyndbg([PROGRAM, "aot_eager"], ["b __compiled_fn_*", "c", "s", "s", "c"], tmp_path,
+                     env={**_env(mechanism), "DYNDBG_FAULT": "graph"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Traceback" not in run.stderr + run.transcript
+    errors = [line for line in run.transcript.splitlines() if "internal error" in line]
+    assert errors == ["*** dyndbg internal error in trace: RuntimeError: injected fault at graph "
+                      "(DYNDBG_FAULT); detaching, the program continues without the debugger"], \
+        run.transcript[-3000:]
+    assert not any(HEAD.match(line) for line in run.transcript.splitlines())
+    assert account.result in run.stdout and run.stdout.endswith("--- end ---\n")
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_an_exception_inside_the_graph_ends_it_at_the_call(mechanism: str, tmp_path: Path) -> None:
+    """tests/programs/graph_raises.py: the graph's indexing node raises on the
+    second call. Stepped into, the stop after the node before is the
+    exception at the graph's call in the generated code, and the program
+    catches it as in a plain run. The graph is left as at a return: its
+    third call runs unstepped to the breakpoint, its code without events
+    (sys.monitoring)."""
+    program = ROOT / "tests" / "programs" / "graph_raises.py"
+    plain = run_plain(program)
+    assert plain.returncode == 0 and "caught IndexError" in plain.stdout, plain.stderr[-2000:]
+    commands = ["b __compiled_fn_*", "c", "c", "s", "s", "s", "s", "c"]
+    if mechanism == "monitoring":
+        commands.append(_MONITORING_EVENTS)
+    run = run_dyndbg(program, commands + ["c"], tmp_path, env=_env(mechanism))
+    no_traceback(run)
+    assert (run.stdout, run.returncode) == (plain.stdout, 0)
+    segments = _segments(run.transcript)
+    heads = [HEAD.match(lines[0]) for command, lines in segments if command == "s" and lines]
+    assert [m[5] if m else None for m in heads] == ["sin", "y", "getitem", None], \
+        run.transcript[-3000:]
+    raised = [lines for command, lines in segments if command == "s"][-1]
+    assert raised[0].startswith("!! IndexError: "), raised
+    assert any(re.match(r"> f \[0/0\]  instr \d+/\d+ @\d+  CALL ", line) for line in raised), raised
+    third = [lines for command, lines in segments if command == "c"][2]
+    assert any(line.startswith("Breakpoint 1 at __compiled_fn_*, hit 3") for line in third), third
+    if mechanism == "monitoring":
+        assert [lines for command, lines in segments if command == _MONITORING_EVENTS] == \
+            [["[0]"]], run.transcript[-3000:]
 
 
 @pytest.mark.skipif(not hasattr(sys, "monitoring"),
                     reason="sys.monitoring exists from Python 3.12 (3.11: settrace)")
-def test_sys_monitoring_steps_over_a_graph_and_says_so_once(tmp_path: Path) -> None:
-    """sys.monitoring (3.12+'s default) cannot step into a graph yet: the first
-    `s` at a graph's call says so in one line and steps over it, as `si` does;
-    a later `s` at a graph's call steps over it without saying it again."""
-    commands = ["b __compiled_fn_*", "c", "s", "c", "s", "c"]
+def test_sys_monitoring_leaves_the_graphs_code_as_it_was(tmp_path: Path) -> None:
+    """sys.monitoring sets events per code object: a graph's code has
+    dyndbg's (the debugger's tool) only while it is entered. After `r`
+    at graph 1's stop, and after `c` at the next graph's stop, the codes of
+    both have none: the graph's next call (the loop's second) runs
+    unstepped, to the breakpoint at the next graph call."""
+    events = _MONITORING_EVENTS
+    commands = ["b __compiled_fn_*", "c", "s", "s", "r", events, "c", "s", "s", "c", events,
+                "c", "c"]
     run = run_dyndbg(ROOT / "samples" / "graph_break.py", commands, tmp_path,
                      env={"DYNDBG_TRACER": None})
     no_traceback(run)
     assert run.returncode == 0, run.stderr[-3000:]
-    notes = [line for line in run.transcript.splitlines() if "needs the settrace" in line]
-    assert len(notes) == 1, run.transcript[-3000:]
-    assert re.fullmatch(r"dyndbg: graph \d+: stepping into a graph needs the settrace mechanism "
-                        r"for now \(DYNDBG_TRACER=settrace; this is \S+\); stepping over "
-                        r"\(said once a session\)", notes[0]), notes
-    steps = [lines for command, lines in _segments(run.transcript) if command == "s"]
-    assert len(steps) == 2 and not any(HEAD.match(line) for lines in steps for line in lines)
-    for lines in steps:   # the instruction after the call, its outputs on the stack
-        stop = next(line for line in lines if line.startswith("> "))
-        assert re.search(r"instr \d+/\d+ ", stop), lines
-        assert any(re.match(r"graph \d+ returned \d+ outputs?:", line) for line in lines), lines
+    segments = _segments(run.transcript)
+    assert [lines for command, lines in segments if command == events] == [["[0]"], ["[0, 0]"]], \
+        run.transcript[-3000:]
+    entered = [HEAD.match(lines[0]) for command, lines in segments if command == "s"]
+    assert [m[5] if m else None for m in entered] == ["sin", "a", "mul", "cos"], \
+        run.transcript[-3000:]
+    continued = [lines for command, lines in segments if command == "c"][2]
+    assert any(line.startswith("Breakpoint 1 at __compiled_fn_*, hit 3") for line in continued)
+    assert "stepping over" not in run.transcript

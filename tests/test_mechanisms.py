@@ -16,8 +16,7 @@ from transcript import no_traceback, stops_in
 pytestmark = pytest.mark.skipif(not hasattr(sys, "monitoring"),
                                 reason="sys.monitoring exists from Python 3.12 (3.11: settrace)")
 
-# Instruction steps (si): `s` at a graph's call enters the graph on settrace
-# only (issue 50's first slice), where sys.monitoring steps over it.
+# Instruction steps (si) over graph calls; `s` into a graph is compared below.
 SESSIONS = {
     "nested_break": ["b resume", "c", "n", "n", "where", "up", "stack", "down", "r", "si",
                      "stack", "until", "si", "si", "locals", "c", "c"] + ["si"] * 40 + ["c"],
@@ -49,6 +48,25 @@ def test_settrace_and_monitoring_agree(name: str, tmp_path: Path) -> None:
         assert (run.stdout, run.returncode) == (plain.stdout, plain.returncode)
     assert monitoring.transcript.count("\n> ") >= 2, monitoring.transcript
     assert _comparable(monitoring.transcript) == _comparable(settrace.transcript)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_settrace_and_monitoring_step_into_a_graph_alike(backend: str, tmp_path: Path) -> None:
+    """`s` at a graph's call enters it on both mechanisms (issue 50): the
+    same node stops, values and return to the generated code. aot_eager's
+    GraphModule is lazy: its code is found as it starts."""
+    script = ROOT / "tests" / "programs" / "into_graph.py"
+    commands = ["b __compiled_fn_*", "c", "s", "s", "s", "locals", "where", "s", "r", "c"]
+    runs = {tracer: run_dyndbg([script, backend], commands, tmp_path,
+                               env={"DYNDBG_TRACER": value})
+            for tracer, value in (("monitoring", None), ("settrace", "settrace"))}
+    plain = run_plain(script, backend)
+    for run in runs.values():
+        no_traceback(run)
+        assert (run.stdout, run.returncode) == (plain.stdout, plain.returncode)
+    transcript = runs["monitoring"].transcript
+    assert transcript.count(f"\n[graph 1 {backend} forward] node ") == 4, transcript[-3000:]
+    assert _comparable(transcript) == _comparable(runs["settrace"].transcript)
 
 
 HOLDER = r'''

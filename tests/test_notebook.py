@@ -14,7 +14,7 @@ from typing import Iterator
 import pexpect
 import pytest
 
-from harness import MONITORING, child_env
+from harness import child_env
 
 DEFINE = '''
 import torch
@@ -102,8 +102,6 @@ def test_cell_magic_stops_and_reads_commands_from_the_notebook(kernel: Kernel) -
     assert "end of input" not in out
 
 
-@pytest.mark.skipif(MONITORING, reason="stepping into a graph is on the settrace mechanism only so far "
-                    "(issue 50's first slice; sys.monitoring says once that it steps over)")
 def test_s_at_a_graph_call_stops_in_the_graph_and_asks_the_notebook(kernel: Kernel) -> None:
     """`s` at a graph's call enters it (issue 50): its stops ask the notebook too."""
     import torch

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import MONITORING, ROOT, TIMEOUT, child_env
+from harness import ROOT, TIMEOUT, child_env
 
 SAMPLE = ROOT / "samples" / "pytest" / "test_pick.py"   # fails in a resume function
 SUMMARY = re.compile(r"^(=+ )?\d+ failed, \d+ passed.*$", re.M)
@@ -65,8 +65,6 @@ def test_commands_set_a_breakpoint_that_stops_in_the_test(tmp_path: Path) -> Non
     assert re.search(r"^1 passed, 1 deselected", out, re.M), out
 
 
-@pytest.mark.skipif(MONITORING, reason="stepping into a graph is on the settrace mechanism only so far "
-                    "(issue 50's first slice; sys.monitoring says once that it steps over)")
 def test_s_at_a_graph_call_stops_in_the_graph_with_the_capture_off(tmp_path: Path) -> None:
     """`s` at the graph's call enters it (issue 50): its stops are shown and read
     their commands with pytest's capture suspended, as the stops in generated code."""

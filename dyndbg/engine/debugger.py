@@ -80,7 +80,7 @@ class Engine:
                                             self.held)
         # Stops inside a compiled graph, node by node (`s` at its call).
         self.graph_steps = GraphStepper(lambda: self.tracer, frontend, self.held)
-        self._said_no_graph_mechanism = False   # sys.monitoring: said once a session
+        self._said_no_graph_mechanism = False   # a mechanism that cannot: said once a session
         # `catch backward`: watches AOT's CompiledFunction.backward while one is enabled.
         self.backward_catch = BackwardCatcher(
             lambda: self.tracer, self.breakpoints, self.graph_steps, self.held, frontend.message,
@@ -209,9 +209,9 @@ class Engine:
         """`s` at the call of the compiled graph global `name` in `frame`:
         stop before each of its nodes as it runs, then at the instruction after
         the call. Step mode is set either way; "" when the graph is entered,
-        else the one line saying why it is stepped over (the mechanism's
-        lack, sys.monitoring's for now, only the first time: it does not
-        change within a session)."""
+        else the one line saying why it is stepped over (where the tracing
+        mechanism cannot watch the graph's code, only the first time: it
+        does not change within a session)."""
         try:
             graph = runnable_graph(name, frame.f_globals.get(name), backend)
         except NoWayIn as why:
@@ -222,9 +222,8 @@ class Engine:
             if self._said_no_graph_mechanism:   # said once: every later `s` would repeat it
                 return ""
             self._said_no_graph_mechanism = True
-            return (f"graph {graph.number}: stepping into a graph needs the settrace mechanism "
-                    f"for now (DYNDBG_TRACER=settrace; this is {self.tracer.name}); "
-                    "stepping over (said once a session)")
+            return (f"graph {graph.number}: the {self.tracer.name} mechanism cannot step into "
+                    "this graph; stepping over (said once a session)")
         return ""
 
     def set_next(self, frame: types.FrameType, count: int = 1) -> None:

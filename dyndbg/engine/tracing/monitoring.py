@@ -19,6 +19,9 @@ user continues) keep their code's PY_RETURN and exception delivery until
 they return, as settrace keeps tracing such a frame: an exception raised
 there after `continue` still stops.
 
+A compiled graph that `s` steps into gets events of its own, only while it
+is entered (monitoring_graphs.py).
+
 sys.monitoring is global: generated code gets its events in every thread,
 those started before dyndbg included. Events reach the engine under
 threads.ENGINE_LOCK; a Ctrl-C caught in torch's callback is raised in the
@@ -27,20 +30,20 @@ main thread only, as Python raises it.
 from __future__ import annotations
 
 import collections
-import dis
 import sys
 import types
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable
 
 from dyndbg import cores
-from dyndbg.cpython import is_return
 from dyndbg.cpython.tracing import CALL_EVENT_MISSES_FUNCTION_EX
 from dyndbg.dynamo import GeneratedCode
 from dyndbg.engine.fast_paths import EVERY_INSTRUCTION, FastInstructions
-from dyndbg.engine.modes import CodeNeeds, TraceLevel
+from dyndbg.engine.modes import TraceLevel
+from dyndbg.engine.tracing.monitoring_events import TracedCode, code_events
+from dyndbg.engine.tracing.monitoring_graphs import MonitoredGraphs
 from dyndbg.engine.tracing.resume_calls import ResumeCalls
 from dyndbg.engine.threads import ENGINE_LOCK, in_main_thread
-from dyndbg.engine.tracing.tracer import EventSink, MechanismBase
+from dyndbg.engine.tracing.tracer import EventSink, GraphEvents, MechanismBase
 
 if TYPE_CHECKING:
     from dyndbg.engine.tracing._monitoring import InstructionFilter
@@ -49,17 +52,6 @@ _M = sys.monitoring
 _E = _M.events
 DISABLE = _M.DISABLE
 _GLOBAL_EVENTS = _E.RAISE | _E.PY_UNWIND
-
-
-class _Traced(NamedTuple):
-    """What one code object has: its events, for which policy, and why."""
-
-    code: types.CodeType          # held, so that its id stays this code's
-    events: int
-    policy: object
-    needs: CodeNeeds
-    armed: frozenset[int]         # offsets where INSTRUCTION may stop after continue
-    watched_calls: frozenset[int] = frozenset()   # 3.12: armed only to see a resume call
 
 
 class MonitoringTracer(MechanismBase):
@@ -75,7 +67,7 @@ class MonitoringTracer(MechanismBase):
         self.events: collections.Counter[str] = collections.Counter()
         self._tool = _M.DEBUGGER_ID
         self._generated = sink.registry.by_id
-        self._traced: dict[int, _Traced] = {}          # id(code) -> its events
+        self._traced: dict[int, TracedCode] = {}       # id(code) -> its events
         self._running: dict[int, list[types.FrameType]] = {}  # id(code) -> its traced live frames
         self._resume_calls = ResumeCalls(sink.registry, lambda: sink.detached, self._ensure)
         self._policy: object = None       # the policy the events are being set for now
@@ -83,6 +75,10 @@ class MonitoringTracer(MechanismBase):
         self._global = 0                  # global events wanted (while not suspended)
         self._suspended = 0
         self._started = False
+        # The compiled graphs being stepped into (monitoring_graphs.py).
+        self._graphs = MonitoredGraphs(self._tool, sink, self.events, self._fail,
+                                       self._apply_global)
+        self._graph_codes = self._graphs.watched    # empty while no graph is entered
         # The compiled core answers INSTRUCTION events itself while the
         # engine only records, or at a false condition: for the codes listed
         # here (filled by _on_instruction, emptied by retrace), id(code) ->
@@ -96,7 +92,8 @@ class MonitoringTracer(MechanismBase):
             self._on_instruction_filter or self._on_instruction
         self._callbacks = ((_E.INSTRUCTION, on_instruction), (_E.PY_START, self._on_start),
                            (_E.PY_RETURN, self._on_return), (_E.CALL, self._on_call),
-                           (_E.RAISE, self._on_raise), (_E.PY_UNWIND, self._on_unwind))
+                           (_E.RAISE, self._on_raise), (_E.PY_UNWIND, self._on_unwind),
+                           (_E.LINE, self._graphs.on_line))
 
     # -- the Tracer interface ---------------------------------------------------
     def start(self) -> None:
@@ -104,7 +101,8 @@ class MonitoringTracer(MechanismBase):
         for event, callback in self._callbacks:
             _M.register_callback(self._tool, event, callback)
         # torch reacts to monitoring callbacks as to any frame: keep dynamo away.
-        self.hooks.shield(self._on_instruction, self._fail,
+        self.hooks.shield(self._on_instruction, self._fail, self._graphs.on_start,
+                          self._graphs.on_end,
                           *(callback for _, callback in self._callbacks[1:]))
         self._started = True
         # Code compiled before attaching is known without the C callback too.
@@ -117,6 +115,7 @@ class MonitoringTracer(MechanismBase):
             return
         self._started = False
         _M.set_events(self._tool, 0)
+        self._graphs.clear()
         for traced in self._traced.values():
             if traced.events:
                 _M.set_local_events(self._tool, traced.code, 0)
@@ -181,14 +180,16 @@ class MonitoringTracer(MechanismBase):
         # at once, and they stop at their next instruction.
         self.retrace()
 
-    def watch_graph(self, code: types.CodeType | None, events: object) -> bool:
-        """Not yet (issue 50): set_local_events(tool, code, LINE | PY_START |
-        PY_RETURN) on the graph's code alone, its callbacks dispatched by
-        code identity to `events`, DISABLE returned for every other code."""
-        return False
+    def watch_graph(self, code: types.CodeType | None, events: GraphEvents) -> bool:
+        """The graph's code alone gets its events (monitoring_graphs.py)."""
+        try:
+            self._graphs.watch(code, events)
+        except (ValueError, TypeError):   # not a code object sys.monitoring can instrument
+            return False
+        return True
 
     def unwatch_graph(self, code: types.CodeType | None) -> None:
-        pass
+        self._graphs.unwatch(code)
 
     def suspend(self) -> None:
         self._suspended += 1
@@ -199,23 +200,6 @@ class MonitoringTracer(MechanismBase):
         self._apply_global()
 
     # -- setting events ---------------------------------------------------------------
-    def _events_for(self, needs: CodeNeeds, code: types.CodeType,
-                    armed: frozenset[int]) -> int:
-        events = 0
-        if needs.instructions is not TraceLevel.NONE or armed:
-            events |= _E.INSTRUCTION
-        if needs.starts:
-            events |= _E.PY_START | _E.PY_RETURN
-        elif needs.instructions is TraceLevel.EVERY or self._running.get(id(code)) or \
-                any(is_return(dis.opname[code.co_code[offset]]) for offset in armed):
-            # Stepping (next, return and until stop after their frame returns),
-            # live frames, or a stop at a return: PY_RETURN must already be on
-            # when the return runs (turned on at that stop, it comes too late).
-            events |= _E.PY_RETURN
-        if needs.resume_calls:
-            events |= _E.CALL
-        return events
-
     def _ensure(self, entry: GeneratedCode) -> None:
         code = entry.code
         needs = self.policy.code_needs(entry)
@@ -226,17 +210,17 @@ class MonitoringTracer(MechanismBase):
             # 3.12: a resume call is seen at its INSTRUCTION event
             watched = frozenset(self._resume_calls.function_ex_calls(code)) - armed
             armed |= watched
-        events = self._events_for(needs, code, armed)
+        events = code_events(needs, code, armed, bool(self._running.get(id(code))))
         known = self._traced.get(id(code))
         if known is None or known.events != events:
             _M.set_local_events(self._tool, code, events)
-        self._traced[id(code)] = _Traced(code, events, self._policy, needs, armed, watched)
+        self._traced[id(code)] = TracedCode(code, events, self._policy, needs, armed, watched)
         if (events or needs.exceptions) and not self._global:
             self._global = _GLOBAL_EVENTS
             self._apply_global()
 
     def _apply_global(self) -> None:
-        wanted = 0 if self._suspended else self._global
+        wanted = 0 if self._suspended else self._global | self._graphs.global_events
         if _M.get_events(self._tool) != wanted:
             _M.set_events(self._tool, wanted)
 
@@ -256,7 +240,7 @@ class MonitoringTracer(MechanismBase):
                 del self._running[id(code)]
                 known = self._traced.get(id(code))
                 if known is not None:
-                    events = self._events_for(known.needs, code, known.armed)
+                    events = code_events(known.needs, code, known.armed, False)
                     if events != known.events:
                         _M.set_local_events(self._tool, code, events)
                         self._traced[id(code)] = known._replace(events=events)
@@ -267,7 +251,7 @@ class MonitoringTracer(MechanismBase):
         self.events["instruction"] += 1
         sink = self.sink
         stepping = self.policy.stepping
-        known: _Traced | None = None
+        known: TracedCode | None = None
         if not stepping:
             known = self._traced.get(id(code))
             if known is None or offset not in known.armed:
@@ -316,12 +300,17 @@ class MonitoringTracer(MechanismBase):
         if known is not None and known.needs.resume_calls:
             self._resume_calls.before_function_ex(code, offset, frame)
 
-    def _on_start(self, code: types.CodeType, offset: int) -> None:
+    def _on_start(self, code: types.CodeType, offset: int) -> object:
         if self.hooks.interrupt_pending and in_main_thread():
             self.hooks.interrupt_pending = False
             raise KeyboardInterrupt
+        if self._graph_codes and id(code) not in self._generated:
+            answer = self._graphs.on_start(code, sys._getframe(1))
+            if answer is DISABLE:
+                self._disabled = True    # until the next restart_events
+            return answer
         if self.sink.detached or id(code) not in self._generated:
-            return
+            return None
         try:
             with ENGINE_LOCK:
                 if self.sink.detached:
@@ -331,9 +320,11 @@ class MonitoringTracer(MechanismBase):
                 self.sink.on_frame_start(frame)
         except BaseException as error:  # noqa: BLE001
             self._fail(error)
+        return None
 
     def _on_return(self, code: types.CodeType, offset: int, value: object) -> None:
-        if self.sink.detached:
+        if self.sink.detached or \
+                self._graph_codes and self._graphs.on_end(code, sys._getframe(1)):
             return
         try:
             with ENGINE_LOCK:
@@ -376,7 +367,8 @@ class MonitoringTracer(MechanismBase):
         """A frame leaves by an exception: a traced one has returned; with
         --post-mortem, a generated caller keeps its stack as before the call."""
         sink = self.sink
-        if sink.detached:
+        if sink.detached or \
+                self._graph_codes and self._graphs.on_end(code, sys._getframe(1)):
             return
         running = id(code) in self._running
         if not running and not self.policy.failed_calls:

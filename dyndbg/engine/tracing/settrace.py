@@ -36,7 +36,7 @@ from dyndbg.engine.modes import TraceLevel
 from dyndbg.engine.tracing.compiled_filters import CompiledFilters, FrameStart, PythonTraces
 from dyndbg.engine.threads import ENGINE_LOCK, in_main_thread
 from dyndbg.engine.tracing.tracer import EventSink, GraphEvents, MechanismBase
-from dyndbg.faults import FAULTS_ON
+from dyndbg.faults import FAULTS_ON, maybe_fault
 
 
 class _ThreadState(threading.local):
@@ -380,6 +380,8 @@ class SettraceTracer(MechanismBase):
                     return
                 if event == "line":
                     self.events["graph line"] += 1
+                    if FAULTS_ON:
+                        maybe_fault("graph")
                     events.on_graph_line(frame)
                 elif event == "return":
                     events.on_graph_return(frame)
