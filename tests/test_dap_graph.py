@@ -6,8 +6,8 @@ it. Checked against torch's own account of the same graph (each node's
 innermost user frame in node.meta["stack_trace"], printed by the program
 itself after its run) and the program's output without dyndbg.
 
-Graph stepping needs the settrace mechanism for now (sys.monitoring steps
-over, tests/test_into_graph.py); this runs on settrace on every Python."""
+Runs on the mechanism this Python traces with by default (sys.monitoring
+on 3.12+, settrace on 3.11)."""
 from __future__ import annotations
 
 import os
@@ -26,8 +26,7 @@ ACCOUNT = re.compile(r"^node (\w+) (\w+) (\S+)$", re.M)
 
 @pytest.fixture
 def dap():
-    env = child_env(extra={"DYNDBG_TRACER": "settrace"})
-    client = DapClient.start_adapter(cwd=ROOT, env=env)
+    client = DapClient.start_adapter(cwd=ROOT, env=child_env())
     try:
         yield Dap(client)
     finally:

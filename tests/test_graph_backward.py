@@ -90,9 +90,11 @@ def account() -> Account:
     return Account(run_plain(PROGRAM, "one"))
 
 
-def _run(args: list[str], commands: list[str], tmp: Path, core: str = "python") -> Run:
+def _run(args: list[str], commands: list[str], tmp: Path, core: str = "python",
+         tracer: str | None = None) -> Run:
+    """On this Python's own mechanism (sys.monitoring on 3.12+), or `tracer`."""
     run = run_dyndbg([PROGRAM, *args], commands, tmp,
-                     env={"DYNDBG_CORE": core, "DYNDBG_TRACER": "settrace"})
+                     env={"DYNDBG_CORE": core, "DYNDBG_TRACER": tracer})
     no_traceback(run)
     if core == "c" and "compiled core" in run.transcript:
         pytest.skip("the compiled core is not built here")
@@ -240,13 +242,12 @@ def test_catch_backward_of_an_inductor_graph_says_it_runs_on(tmp_path: Path) -> 
 
 
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring is the mechanism on 3.12+")
-def test_catch_backward_on_sys_monitoring_says_it_cannot(tmp_path: Path, account: Account) -> None:
-    run = run_dyndbg([PROGRAM, "one"], ["catch backward", "c"], tmp_path,
-                     env={"DYNDBG_TRACER": None})
-    no_traceback(run)
-    said = [line for line in run.transcript.splitlines() if "needs the settrace mechanism" in line]
-    assert len(said) == 1 and said[0].startswith("dyndbg: catch backward: "), run.transcript[-3000:]
-    assert not [line for line in run.transcript.splitlines() if CAUGHT.match(line)]
+def test_catch_backward_on_settrace_where_sys_monitoring_is_the_default(
+        tmp_path: Path, account: Account) -> None:
+    # The other tests run on the default mechanism: here the other one.
+    run = _run(["one"], ["catch backward", "c", "s", "c", "c"], tmp_path, tracer="settrace")
+    caught = [line for line in run.transcript.splitlines() if CAUGHT.match(line)]
+    assert len(caught) == 2, run.transcript[-3000:]     # one per backward() of the program
     lines = run.stdout.splitlines()
     assert lines[:lines.index(ACCOUNT_START)] == account.output
 
@@ -287,7 +288,7 @@ def test_the_backward_entry_is_torchs_compiled_function_backward() -> None:
 
 def test_a_mechanism_that_cannot_watch_says_so_once() -> None:
     """BackwardCatcher.sync on a mechanism whose watch_graph answers False
-    (sys.monitoring's today): one line, once, and nothing watched; none at
+    (one that cannot watch a code): one line, once, and nothing watched; none at
     all while no enabled `catch backward` exists (nothing is asked of it)."""
     import collections
 

@@ -72,9 +72,8 @@ class BackwardCatcher:
                               "CompiledFunction.backward dyndbg knows; it cannot stop")
         tracer = self._tracer()
         if not tracer.watch_graph(code, self):
-            return self._once("dyndbg: catch backward: stopping in a backward needs the "
-                              "settrace mechanism for now (DYNDBG_TRACER=settrace; this is "
-                              f"{tracer.name}); it will not stop")
+            return self._once(f"dyndbg: catch backward: the tracing mechanism ({tracer.name}) "
+                              "cannot watch AOT autograd's backward here; it will not stop")
         self._code = code
         return ""
 
