@@ -40,6 +40,8 @@ class GraphStepper:
         self.stepping = False                         # stop before each node
         # `catch backward`: at the first node, the catchpoints that stop (none: no stop)
         self.first: Callable[[types.FrameType], list[Breakpoint]] | None = None
+        # told once it leaves a graph (graph_lines.py watches its code again)
+        self.on_leave: Callable[[], object] | None = None
 
     def enter(self, graph: SteppedGraph, caller: types.FrameType,
               first: Callable[[types.FrameType], list[Breakpoint]] | None = None) -> bool:
@@ -64,9 +66,12 @@ class GraphStepper:
     def leave(self) -> None:
         if self.graph is not None:
             self._tracer().unwatch_graph(self.graph.code)
+        left = self.graph is not None
         self.graph = self.caller = self.frame = None
         self.stepping = False
         self.first = None
+        if left and self.on_leave is not None:
+            self.on_leave()
 
     @property
     def inside(self) -> bool:
