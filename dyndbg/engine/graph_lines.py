@@ -78,7 +78,7 @@ class GraphLineBreaks:
         self._frame: types.FrameType | None = None
         self._graph: GraphCode | None = None
         self._pending: dict[str, list[tuple[Breakpoint, Location]]] = {}
-        stepper.on_leave = self.rewatch
+        stepper.on_leave = self._left
 
     # -- locations ------------------------------------------------------------------
     def wanted(self) -> list[Breakpoint]:
@@ -152,6 +152,21 @@ class GraphLineBreaks:
             self._watching[key] = code
         return ""
 
+    def _left(self, graph: object, running: types.FrameType | None) -> None:
+        """The stepper left a graph: its code is watched again; if its frame
+        runs on (`c`, `r` at a stop in it), its armed nodes after the current
+        one stop it still, as later breakpoints in a function do."""
+        self.rewatch()
+        key = next((k for k, g in self._armed.items() if g is graph), None)
+        if running is None or key is None or self._frame is not None:
+            return
+        here = graph.index_of(graph.node_at(running.f_lineno))  # type: ignore[attr-defined]  # a GraphCode
+        pending = {name: reached for name, reached in self._armed_nodes(graph, key).items()  # type: ignore[arg-type]  # a GraphCode
+                   if graph.index_of(_node_named(graph, name)) > here}  # type: ignore[attr-defined]  # a GraphCode
+        if pending:
+            self._frame, self._graph, self._pending = running, graph, pending  # type: ignore[assignment]  # a GraphCode
+            running.f_trace_lines = True
+
     def disarm(self) -> None:
         tracer = self._tracer()
         for code in self._watching.values():
@@ -159,6 +174,8 @@ class GraphLineBreaks:
         self._watching = {}
         self._armed = {}
         self._seen = (-1, -1)
+        self._frame = self._graph = None
+        self._pending = {}
 
     def _once(self, line: str) -> str:
         if line in self._said:
@@ -219,3 +236,7 @@ class GraphLineBreaks:
             self._frame = self._graph = None
             self._pending = {}
 
+
+
+def _node_named(graph: GraphCode, name: str) -> object | None:
+    return next((n for n in graph.nodes if getattr(n, "name", None) == name), None)
