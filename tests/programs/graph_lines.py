@@ -1,6 +1,7 @@
 """A small training loop compiled with the backend named on the command
 line (aot_eager: forward and backward graphs; eager: a forward graph), for
 `b FILE:LINE` on a line inside the graph (tests/test_graph_line_breakpoints.py).
+`split` after the backend: a graph break between the layers (two graphs).
 
 It prints its losses and parameters (a plain run and a run under dyndbg must
 print the same), then torch's own account of the graphs that ran: each
@@ -15,13 +16,16 @@ import torch
 
 
 class Net(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, split=False):
         super().__init__()
+        self.split = split
         self.l1 = torch.nn.Linear(4, 6)
         self.l2 = torch.nn.Linear(6, 1)
 
     def forward(self, x, y):
         h = torch.relu(self.l1(x))
+        if self.split:
+            torch._dynamo.graph_break()
         out = self.l2(h) * 2
         return ((out - y) ** 2).mean()
 
@@ -51,9 +55,9 @@ def _print_nodes(part, gm):
         print("node", node.name, node.op, where)
 
 
-def main(backend: str) -> None:
+def main(backend: str, split: bool) -> None:
     torch.manual_seed(0)
-    model, x, y = Net(), torch.randn(5, 4), torch.randn(5, 1)
+    model, x, y = Net(split), torch.randn(5, 4), torch.randn(5, 1)
     compiled = torch.compile(model, backend=backend)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     for step in range(3):
@@ -66,8 +70,9 @@ def main(backend: str) -> None:
         print("param", name, repr(p.detach().sum().item()))
     print("--- torch's account ---")
     if backend == "eager":
-        (value,) = [v for k, v in globals().items() if k.startswith("__compiled_fn")]
-        _print_nodes("forward", value._torchdynamo_orig_callable.__self__)
+        for name, value in list(globals().items()):
+            if name.startswith("__compiled_fn"):
+                _print_nodes("forward", value._torchdynamo_orig_callable.__self__)
     else:
         cls = compiled(x, y).grad_fn._forward_cls
         _print_nodes("forward", _graph_module(cls.compiled_fw, set()))
@@ -76,4 +81,4 @@ def main(backend: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "aot_eager")
+    main(sys.argv[1] if len(sys.argv) > 1 else "aot_eager", sys.argv[2:] == ["split"])
