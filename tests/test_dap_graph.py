@@ -143,3 +143,31 @@ def test_the_backward_filter_stops_in_a_compiled_backward(dap):
     dap.client.ok("continue", {"threadId": dap.thread})
     dap.wait_end(0)
     assert dap.client.output("stdout") == run_plain(BACKWARD, "one").stdout
+
+
+def test_a_gutter_breakpoint_on_a_line_inside_a_graph_stops_at_its_first_node(dap):
+    """setBreakpoints on a source line dynamo captured into a graph (no
+    generated instruction has it): set before the graph is compiled, it
+    binds to the graph and stops before the line's first node, reason
+    "breakpoint", the graph's frame at that line."""
+    source = PROGRAM.read_text().splitlines()
+    line = next(i for i, text in enumerate(source, 1) if text.strip() == "y = self.l2(h) * 2")
+    dap.start("launch", {"program": str(PROGRAM), "cwd": str(ROOT), "args": ["eager"],
+                         "stopOnEntry": True})
+    dap.stopped(reason="entry")
+    dap.client.ok("setBreakpoints", {"source": {"path": str(PROGRAM)},
+                                     "breakpoints": [{"line": line}]})
+    mark = dap.client.mark()
+    dap.client.ok("continue", {"threadId": dap.thread})
+    stop = dap.stopped(after=mark, reason="breakpoint")
+    found = GRAPH_STOP.match(stop["description"])
+    assert found, stop
+    graph = dap.frames()[0]
+    assert os.path.samefile(graph["source"]["path"], PROGRAM) and graph["line"] == line, graph
+    dap.client.ok("continue", {"threadId": dap.thread})
+    dap.wait_end(0)
+    out = dap.client.output("stdout")
+    first = next(name for name, op, where in ACCOUNT.findall(out)
+                 if op != "placeholder" and where == f"{PROGRAM}:{line}")
+    assert found[4] == first, (found[4], first)
+    assert out == run_plain(PROGRAM, "eager").stdout
