@@ -78,6 +78,7 @@ class GraphLineBreaks:
         self._frame: types.FrameType | None = None
         self._graph: GraphCode | None = None
         self._pending: dict[str, list[tuple[Breakpoint, Location]]] = {}
+        self._nodes_cache: dict[GraphKey, tuple[int, GraphCode, dict]] = {}
         stepper.on_leave = self._left
 
     # -- locations ------------------------------------------------------------------
@@ -108,7 +109,11 @@ class GraphLineBreaks:
 
     def _armed_nodes(self, graph: GraphCode, key: GraphKey
                      ) -> dict[str, list[tuple[Breakpoint, Location]]]:
-        """node name -> the armed breakpoints (with their location) stopping before it."""
+        """node name -> the armed breakpoints (with their location) stopping
+        before it; found once per table version (each run of the graph asks)."""
+        cached = self._nodes_cache.get(key)
+        if cached is not None and cached[0] == self.breakpoints.version and cached[1] is graph:
+            return dict(cached[2])
         nodes = line_places.line_nodes(graph)
         armed: dict[str, list[tuple[Breakpoint, Location]]] = {}
         for bp in self.wanted():
@@ -118,7 +123,9 @@ class GraphLineBreaks:
             name = line_places.first_node_of(nodes, bp.target.file_matches, bp.target.line)  # type: ignore[attr-defined]  # a LineTarget
             if name is not None:
                 armed.setdefault(name, []).append((bp, location))
-        return armed
+        if graph.nodes:      # a backward's nodes are known once it compiled
+            self._nodes_cache[key] = (self.breakpoints.version, graph, armed)
+        return dict(armed)
 
     # -- watching -------------------------------------------------------------------
     def sync(self) -> str:
