@@ -178,7 +178,7 @@ class debug:
 def _location_view(engine: Engine, bp: Breakpoint, location: Location) -> LocationView:
     entry = engine.registry.get(location.code) if location.code is not None else None
     instrs: list[Instr] = []
-    if entry is not None:
+    if entry is not None and location.code is not None:
         info = engine.info_for(entry)
         armed = engine.breakpoints.at_code(entry, info)
         for offset in sorted(armed):

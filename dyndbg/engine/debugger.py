@@ -89,9 +89,8 @@ class Engine:
         # `b FILE:LINE` inside compiled graphs: watches them while one is armed.
         self.graph_lines = GraphLineBreaks(
             lambda: self.tracer, self.breakpoints, self.graph_steps, self.held, frontend.message,
-            self._graph_names, lambda: len(self.registry.by_id), _graph_backend,
-            lambda frame, expr: self.conditions.evaluate(frame, expr, lambda: None),
-            self._generated_caller)
+            self.registry, _graph_backend,
+            lambda frame, expr: self.conditions.evaluate(frame, expr, lambda: None))
         self.snapshots = Snapshots()    # the stacks read, for exception stops and `up`
         self.failures = FailureLog()                   # for post_mortem()
         self.history = History()                       # `record on`: what ran, to step back
@@ -272,18 +271,6 @@ class Engine:
         note = self.graph_lines.sync()      # `b FILE:LINE` inside graphs, likewise
         if note:
             self.frontend.message(note)
-
-    def _graph_names(self) -> list[str]:
-        """The `__compiled_fn_*` globals generated code calls."""
-        return [name for entry in self.registry.entries() for name in entry.code.co_names
-                if name.startswith("__compiled_fn_")]
-
-    def _generated_caller(self, frame: types.FrameType) -> types.FrameType | None:
-        """The innermost generated frame `frame` runs under (a graph's caller)."""
-        back = frame.f_back
-        while back is not None and id(back.f_code) not in self._generated:
-            back = back.f_back
-        return back
 
     def _wants_callback(self) -> bool:
         return self.policy.wants_callback(self.tracer.needs_code_callback)

@@ -19,8 +19,9 @@ Only the graph frame's locals are read: the graph computes what it computes.
 from __future__ import annotations
 
 import types
-from typing import Callable, Iterable, NamedTuple
+from typing import Callable, NamedTuple
 
+from dyndbg.dynamo import Registry
 from dyndbg.dynamo.graphs import line_places
 from dyndbg.dynamo.graphs.stepping import GraphCode
 from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable, Location
@@ -54,20 +55,16 @@ class GraphLineBreaks:
 
     def __init__(self, tracer: Callable[[], Tracer], breakpoints: BreakpointTable,
                  stepper: GraphStepper, held: HeldStop, message: Callable[[str], None],
-                 graph_names: Callable[[], Iterable[str]], compiled: Callable[[], int],
-                 backend_of: Callable[[str], str | None],
-                 evaluate: Callable[[types.FrameType, str], object],
-                 caller_of: Callable[[types.FrameType], types.FrameType | None]) -> None:
+                 registry: Registry, backend_of: Callable[[str], str | None],
+                 evaluate: Callable[[types.FrameType, str], object]) -> None:
         self._tracer = tracer
         self.breakpoints = breakpoints
         self.stepper = stepper
         self.held = held
         self.message = message
-        self.graph_names = graph_names      # the graph globals generated code calls
-        self.compiled = compiled            # changes when new generated code is seen
+        self.registry = registry            # the generated code seen: graph globals it calls
         self.backend_of = backend_of
         self.evaluate = evaluate            # a condition, in the graph's frame
-        self.caller_of = caller_of          # the generated frame a forward graph runs under
         self.graphs: dict[GraphKey, GraphCode] = {}
         self._seen = (-1, -1)               # (table version, compiled) last resolved
         self._armed: dict[GraphKey, GraphCode] = {}
@@ -88,14 +85,15 @@ class GraphLineBreaks:
     def resolve(self) -> None:
         """Number the graph locations of every `b FILE:LINE` (cheap when neither
         the table nor the generated code changed since)."""
-        seen = (self.breakpoints.version, self.compiled())
+        seen = (self.breakpoints.version, len(self.registry.by_id))
         if seen == self._seen:
             return
         self._seen = seen
         wanted = self.wanted()
         if not wanted:
             return
-        for name, value in line_places.graph_globals(self.graph_names()):
+        names = [name for entry in self.registry.entries() for name in entry.code.co_names]
+        for name, value in line_places.graph_globals(names):
             if any(key.name == name for key in self.graphs):
                 continue
             for graph in line_places.graph_parts(name, value, self.backend_of(name)):
@@ -164,14 +162,15 @@ class GraphLineBreaks:
         runs on (`c`, `r` at a stop in it), its armed nodes after the current
         one stop it still, as later breakpoints in a function do."""
         self.rewatch()
-        key = next((k for k, g in self._armed.items() if g is graph), None)
-        if running is None or key is None or self._frame is not None:
+        found = next(((k, g) for k, g in self._armed.items() if g is graph), None)
+        if running is None or found is None or self._frame is not None:
             return
-        here = graph.index_of(graph.node_at(running.f_lineno))  # type: ignore[attr-defined]  # a GraphCode
-        pending = {name: reached for name, reached in self._armed_nodes(graph, key).items()  # type: ignore[arg-type]  # a GraphCode
-                   if graph.index_of(_node_named(graph, name)) > here}  # type: ignore[attr-defined]  # a GraphCode
+        key, mine = found
+        here = mine.index_of(mine.node_at(running.f_lineno))
+        pending = {name: reached for name, reached in self._armed_nodes(mine, key).items()
+                   if mine.index_of(_node_named(mine, name)) > here}
         if pending:
-            self._frame, self._graph, self._pending = running, graph, pending  # type: ignore[assignment]  # a GraphCode
+            self._frame, self._graph, self._pending = running, mine, pending
             running.f_trace_lines = True
 
     def disarm(self) -> None:
@@ -230,13 +229,21 @@ class GraphLineBreaks:
         if not stopping:
             return
         self._frame = self._graph = None
-        caller = self.caller_of(frame) if graph.part == "forward" else None
-        if not self.stepper.enter(graph, caller or frame.f_back, lambda _frame: stopping) \
+        caller = self._generated_caller(frame) if graph.part == "forward" else None
+        caller = caller or frame.f_back
+        if caller is None or not self.stepper.enter(graph, caller, lambda _frame: stopping) \
                 or not self.stepper.on_graph_start(frame):
             self.stepper.leave()
             return
         frame.f_trace_lines = True
         self.stepper.on_graph_line(frame)
+
+    def _generated_caller(self, frame: types.FrameType) -> types.FrameType | None:
+        """The innermost generated frame a forward graph's frame runs under."""
+        back = frame.f_back
+        while back is not None and id(back.f_code) not in self.registry.by_id:
+            back = back.f_back
+        return back
 
     def on_graph_return(self, frame: types.FrameType) -> None:
         if frame is self._frame:
