@@ -55,9 +55,13 @@ class Account:
         return next(name for name, op, where in self.parts[part]
                     if op not in ("placeholder", "output") and where == f"{PROGRAM}:{line}")
 
+    def stepped(self, part: str) -> list[str]:
+        """The nodes of that part a stop can come before, in graph order."""
+        return [n for n, op, _ in self.parts[part] if op != "placeholder"]
+
     def after(self, part: str, name: str) -> str:
         """The stepped node after `name` in that part."""
-        names = [n for n, op, _ in self.parts[part] if op != "placeholder"]
+        names = self.stepped(part)
         return names[names.index(name) + 1]
 
 
@@ -88,17 +92,21 @@ def test_line_breakpoint_stops_in_forward_and_backward_graphs(tmp_path: Path) ->
     with its backward location disabled, in step 2's forward and in the
     account's forward, not in their backwards. Breakpoint 2 (LINE_H, a
     condition on a node value that is false) never stops, its hits counted,
-    including after a `c` at a stop earlier in the same graph run."""
+    including after a `c` at a stop earlier in the same graph run. `catch
+    backward` (3) stops first in each backward; `c` there goes on to the
+    line breakpoint's node in the same run."""
     account = Account(run_plain(PROGRAM, "aot_eager"))
     commands = [f"b graph_lines.py:{LINE_OUT}",
                 f"b graph_lines.py:{LINE_H}, primals_3.sum() > 1e9",
                 "ignore 1 1",
-                "c",            # step 0's backward (its forward's hit ignored)
+                "catch backward",   # 3: each backward's first node, before any line's
+                "c",            # step 0's backward starts (its forward's hit ignored)
+                "c",            # step 0's backward at LINE_OUT
                 "s", "c",       # the next backward node; then step 1's forward
                 "disable 1.2",
-                "c",            # step 2's forward
+                "c", "c",       # step 1's backward starts; step 2's forward
                 "b",
-                "c",            # the account's forward
+                "c", "c",       # step 2's backward starts; the account's forward
                 "c"]
     run = _run(["aot_eager"], commands, tmp_path)
     lines = run.transcript.splitlines()
@@ -108,15 +116,19 @@ def test_line_breakpoint_stops_in_forward_and_backward_graphs(tmp_path: Path) ->
 
     stops = _stops(run)
     forward, backward = account.first_of("forward", LINE_OUT), account.first_of("backward", LINE_OUT)
-    expected = [("c", ("1", f"graph_lines.py:{LINE_OUT}", "2"), "backward", backward),
+    starts = ("c", None, "backward", account.stepped("backward")[0])
+    expected = [starts,
+                ("c", ("1", f"graph_lines.py:{LINE_OUT}", "2"), "backward", backward),
                 ("s", None, "backward", account.after("backward", backward)),
                 ("c", ("1", f"graph_lines.py:{LINE_OUT}", "3"), "forward", forward),
+                starts,
                 ("c", ("1", f"graph_lines.py:{LINE_OUT}", "4"), "forward", forward),
+                starts,
                 ("c", ("1", f"graph_lines.py:{LINE_OUT}", "5"), "forward", forward)]
     assert [s[:4] for s in stops] == expected, run.transcript[-5000:]
     # each stop's user line is the line's own, as torch recorded it
     text = SOURCE[LINE_OUT - 1].strip()
-    for command, hit, part, node, shown in stops[:1] + stops[2:]:
+    for command, hit, part, node, shown in [s for s in stops if s[1] is not None]:
         place = f"grad of graph_lines.py:{LINE_OUT}" if part == "backward" else \
             f"at graph_lines.py:{LINE_OUT}"
         assert any(line.strip().startswith(place) and line.strip().endswith(text)

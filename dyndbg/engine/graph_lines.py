@@ -161,9 +161,17 @@ class GraphLineBreaks:
         """The stepper left a graph: its code is watched again; if its frame
         runs on (`c`, `r` at a stop in it), its armed nodes after the current
         one stop it still, as later breakpoints in a function do."""
+        if running is None or self._frame is not None:
+            self.rewatch()
+            return
+        # the same graph, or `catch backward`'s own copy of one of ours
+        found = next(((k, g) for k, g in self._armed.items()
+                      if g is graph or g.code is running.f_code
+                      or (g.code is None and g.is_frame(running))), None)
+        if found is not None and found[1].code is None:
+            found[1].code = running.f_code
         self.rewatch()
-        found = next(((k, g) for k, g in self._armed.items() if g is graph), None)
-        if running is None or found is None or self._frame is not None:
+        if found is None:
             return
         key, mine = found
         here = mine.index_of(mine.node_at(running.f_lineno))
