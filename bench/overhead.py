@@ -15,6 +15,12 @@ h:   as a, with `record on`: every generated instruction recorded with its
      stack and locals (measured like a-c).
 i:   a real model (tests/programs/tiny_gpt2.py) stepped through every
      generated instruction, over its plain run (separate processes).
+j:   as a, with a line breakpoint inside the loop's first graph (`b
+     workload.py:LINE` on `step`'s matmul line, which has no generated
+     instruction: its location is the graph), its condition on a node
+     value false: the graph's code is watched and the condition evaluated
+     at each run of it (issue 50). `--rows aj` measures a and j alone,
+     side by side.
 Each dyndbg figure is given for each core (DYNDBG_CORE=python, then =c where
 the compiled core was built), measured one after the other in this run.
 Prints ratios; checks nothing (the README lists the targets). The header
@@ -23,7 +29,7 @@ names the Python and the tracing mechanism dyndbg used (sys.monitoring on
 where both exist.
 
     python bench/overhead.py [--rounds R] [--calls N] [--steps K] [--tracer settrace]
-                             [--core both|python|c] [--only-alternating]
+                             [--core both|python|c] [--only-alternating] [--rows LETTERS]
 """
 from __future__ import annotations
 
@@ -42,6 +48,8 @@ PY = sys.executable
 DYNDBG = [PY, "-m", "dyndbg", "--no-rc"]  # a ~/.dyndbgrc must not change the figures
 # The loop's own code: the graph-break line of `step` in workload.py.
 LOOP_LINE = next(i for i, line in enumerate(open(WORKLOAD), 1) if "graph_break()" in line)
+# A line computed inside the loop's first graph (no generated instruction has it).
+GRAPH_LINE = next(i for i, line in enumerate(open(WORKLOAD), 1) if "torch.tanh(x @ w)" in line)
 ENV = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(HERE.parent)}
 
 
@@ -92,6 +100,8 @@ def main() -> None:
                         help="settrace: force the sys.settrace mechanism (DYNDBG_TRACER)")
     parser.add_argument("--core", choices=["both", *CORES], default="both",
                         help="the core(s) measured (DYNDBG_CORE); both: a column each")
+    parser.add_argument("--rows", default="",
+                        help="only these in-process rows, by letter (e.g. aj); no others")
     args = parser.parse_args()
     if args.tracer == "settrace":
         ENV["DYNDBG_TRACER"] = "settrace"
@@ -105,7 +115,11 @@ def main() -> None:
                                                  "continue"], {}),
         "g. --post-mortem -c continue (failed calls)": (["continue"], {"BENCH_POST_MORTEM": "1"}),
         "h. record on, -c continue (history)": (["record on", "continue"], {}),
+        "j. false conditional bp inside a graph": ([f"b workload.py:{GRAPH_LINE}, l_x_ is None",
+                                                    "continue"], {}),
     }
+    if args.rows:
+        configs = {name: config for name, config in configs.items() if name[0] in args.rows}
     c_per_call = 0.0
     for k, (name, (commands, env)) in enumerate(configs.items()):
         per_core, plains = {}, []
@@ -122,6 +136,8 @@ def main() -> None:
         row(name, statistics.median(plains), per_core)
         if name.startswith("c."):
             c_per_call = per_core[cores[-1]][0]
+    if args.rows:
+        return
     print("f. stepping, scripted, stop display on: " +
           ", ".join(f"{core} {stepping_rate(args.rounds, args.steps, core):.0f} stops/s"
                     for core in cores))

@@ -107,7 +107,7 @@ class LocationView(NamedTuple):
     where: str                       # as `b` lists it: `f [0/1]`, `f [0/0] instr 12`
     function: str                    # the compiled function, or the resume function
     compile_id: str | None           # "0/1" as in TORCH_LOGS
-    code: types.CodeType
+    code: types.CodeType | None      # None: a compiled graph holding the line
     instructions: tuple[int, ...]    # the indexes armed there (`ll` marks them B1, `B1?`)
     lines: tuple[int, ...]           # their source lines, in that order, each once
     enabled: bool                    # `disable 1.2` turns one place off
@@ -176,9 +176,9 @@ class debug:
 
 
 def _location_view(engine: Engine, bp: Breakpoint, location: Location) -> LocationView:
-    entry = engine.registry.get(location.code)
+    entry = engine.registry.get(location.code) if location.code is not None else None
     instrs: list[Instr] = []
-    if entry is not None:
+    if entry is not None and location.code is not None:
         info = engine.info_for(entry)
         armed = engine.breakpoints.at_code(entry, info)
         for offset in sorted(armed):
@@ -189,7 +189,8 @@ def _location_view(engine: Engine, bp: Breakpoint, location: Location) -> Locati
                     instrs.append(instr)
     lines = tuple(dict.fromkeys(i.line for i in instrs if i.line is not None))
     return LocationView(f"{bp.number}.{location.number}", location.where,
-                        entry.function if entry is not None else location.code.co_name,
+                        entry.function if entry is not None else
+                        location.code.co_name if location.code is not None else location.where,
                         entry.compile_id if entry is not None else None, location.code,
                         tuple(i.index for i in instrs), lines, location.enabled, location.hits)
 

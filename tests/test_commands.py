@@ -333,13 +333,15 @@ def test_bare_c_continues(break_session: Run) -> None:
         [s.command for s in segs[-4:]]
 
 
-def test_break_file_line_inside_a_graph_stays_pending(break_session: Run) -> None:
-    """graph_break.py:11 is computed inside graph 2: no generated instruction is
-    attributed to it, so the breakpoint says it is pending and never stops."""
+def test_break_file_line_inside_a_graph_resolves_to_the_graph(break_session: Run) -> None:
+    """graph_break.py:11 is computed inside the second graph (eager): no
+    generated instruction is attributed to it, so the breakpoint's location
+    is that graph, and it stops there before the line's first node, not in
+    generated code (tests/test_graph_line_breakpoints.py checks the node)."""
     segs = segments(break_session.transcript)
     i, setting = only_segment(segs, "b samples/graph_break.py:11")
     assert setting.output and setting.output[0].startswith("Breakpoint 8 at "), setting.output
-    assert "pending" in setting.output[0] and "inside a graph" in setting.output[0]
+    assert re.search(r"\(resolved: in graph \d+ eager forward\)$", setting.output[0]), setting.output
     listing = segs[i + 1]
     assert listing.command == "b"
     row = _row(listing.output, 8)
@@ -347,6 +349,8 @@ def test_break_file_line_inside_a_graph_stays_pending(break_session: Run) -> Non
     cont = segs[i + 2]
     assert cont.command == "c"
     assert not stops_in(cont.output), cont.output
+    assert "Breakpoint 8 at samples/graph_break.py:11, hit 1" in cont.output, cont.output
+    assert any(re.match(r"\[graph \d+ eager forward\] node ", line) for line in cont.output)
 
 
 # ---------------------------------------------------------------------------------------

@@ -142,3 +142,42 @@ def test_the_backward_filter_stops_in_a_compiled_backward(dap):
     dap.client.ok("continue", {"threadId": dap.thread})
     dap.wait_end(0)
     assert dap.client.output("stdout") == run_plain(BACKWARD, "one").stdout
+
+
+LINES = ROOT / "tests" / "programs" / "graph_lines.py"
+
+
+def test_a_gutter_breakpoint_on_a_line_inside_a_graph_stops_at_its_first_node(dap):
+    """setBreakpoints on a source line dynamo captured into a graph (no
+    generated instruction has it), here the second graph of graph_lines.py
+    (eager, a graph break between the layers): set at the entry stop, in
+    the first graph's code, it is unverified; it binds when the code after
+    the break is first seen (a "changed" event), and once the second graph
+    is compiled stops before the line's first node in it, reason
+    "breakpoint", the graph's frame at that line."""
+    source = LINES.read_text().splitlines()
+    line = next(i for i, text in enumerate(source, 1) if text.strip() == "out = self.l2(h) * 2")
+    dap.start("launch", {"program": str(LINES), "cwd": str(ROOT), "args": ["eager", "split"],
+                         "stopOnEntry": True})
+    dap.stopped(reason="entry")
+    set_ = dap.client.ok("setBreakpoints", {"source": {"path": str(LINES)},
+                                            "breakpoints": [{"line": line}]})
+    (pending,) = set_["breakpoints"]
+    assert pending["verified"] is False, pending
+    mark = dap.client.mark()
+    dap.client.ok("continue", {"threadId": dap.thread})
+    bound = dap.client.wait_event("breakpoint", lambda b: b["breakpoint"].get("id") == pending["id"])
+    assert bound["body"]["breakpoint"]["verified"] is True, bound
+    stop = dap.stopped(after=mark, reason="breakpoint")
+    found = GRAPH_STOP.match(stop["description"])
+    assert found, stop
+    graph = dap.frames()[0]
+    assert os.path.samefile(graph["source"]["path"], LINES) and graph["line"] == line, graph
+    dap.client.ok("setBreakpoints", {"source": {"path": str(LINES)}, "breakpoints": []})
+    dap.client.ok("continue", {"threadId": dap.thread})
+    dap.wait_end(0)
+    out = dap.client.output("stdout")
+    first = next(name for name, op, where in ACCOUNT.findall(out)
+                 if op not in ("placeholder", "output") and where == f"{LINES}:{line}")
+    assert found[4] == first, (found[4], first)
+    assert out == run_plain(LINES, "eager", "split").stdout

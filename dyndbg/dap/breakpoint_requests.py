@@ -174,6 +174,7 @@ class BreakpointRequests:
             return _unverified(str(error), shown.get("line"))
         bp = self.table.add(target, False, condition)
         bp.ignore = ignore
+        self.requests.engine.graph_lines.resolve()     # the graphs holding a source line
         self._owned.setdefault(key, []).append(bp.number)
         self._kind[bp.number] = FUNCTION if key == FUNCTION else \
             INSTRUCTION if key == INSTRUCTION or key.startswith("bytecode:") else "line"

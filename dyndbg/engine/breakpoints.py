@@ -61,11 +61,12 @@ class ArmingPlan:
 @dataclass
 class Location:
     """One place a breakpoint resolved to: a code object, or for torch's
-    markers one marker instruction in it."""
+    markers one marker instruction in it, or a compiled graph holding a
+    line's nodes (engine/graph_lines.py: no generated code, `code` None)."""
 
     number: int                     # M in N.M, in the order the places resolved
-    where: str                      # `f [0/0]`, or `f [0/0] instr 12`
-    code: types.CodeType            # held, so that its id() stays this code's
+    where: str                      # `f [0/0]`, `f [0/0] instr 12`, `graph 1 eager forward`
+    code: types.CodeType | None     # held, so that its id() stays this code's
     enabled: bool = True
     hits: int = 0
 
@@ -83,8 +84,9 @@ class Breakpoint:
     condition: str | None = None
     ignore: int = 0
     hits: int = 0
-    # (id(code), offset of one marker or None) -> its location, in the order they resolved
-    _places: dict[tuple[int, int | None], Location] = field(default_factory=dict, repr=False)
+    # (id(code), offset of one marker or None) -> its location, in the order they
+    # resolved; a graph's: ("graph", its key)
+    _places: dict[tuple[object, object], Location] = field(default_factory=dict, repr=False)
 
     @property
     def locations(self) -> list[Location]:
@@ -104,6 +106,16 @@ class Breakpoint:
             key = (id(entry.code), offset)
             if key not in self._places:
                 self._places[key] = Location(len(self._places) + 1, where, entry.code)
+
+    def graph_location(self, key: object, where: str) -> Location:
+        """The location of a compiled graph holding this breakpoint's line, numbered once."""
+        place = ("graph", key)
+        if place not in self._places:
+            self._places[place] = Location(len(self._places) + 1, where, None)
+        return self._places[place]
+
+    def graph_location_at(self, key: object) -> Location | None:
+        return self._places.get(("graph", key))
 
     def location_at(self, code: types.CodeType, offset: int) -> Location | None:
         places = self._places

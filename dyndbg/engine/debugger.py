@@ -34,6 +34,7 @@ from dyndbg.engine.stop import (CompileStop, GraphStop, HeldStop, InstructionTra
 from dyndbg.engine.compile_stepping import CompileStepper
 from dyndbg.engine.graph_stepping import GraphStepper
 from dyndbg.engine.graph_backward import BackwardCatcher
+from dyndbg.engine.graph_lines import GraphLineBreaks
 from dyndbg.dynamo.graphs.stepping import NoWayIn, runnable_graph
 from dyndbg.engine.tracing.tracer import Tracer
 from dyndbg.engine.tracing.choice import make_tracer
@@ -85,6 +86,11 @@ class Engine:
         self.backward_catch = BackwardCatcher(
             lambda: self.tracer, self.breakpoints, self.graph_steps, self.held, frontend.message,
             _graph_backend, lambda frame, expr: self.conditions.evaluate(frame, expr, lambda: None))
+        # `b FILE:LINE` inside compiled graphs: watches them while one is armed.
+        self.graph_lines = GraphLineBreaks(
+            lambda: self.tracer, self.breakpoints, self.graph_steps, self.held, frontend.message,
+            self.registry, _graph_backend,
+            lambda frame, expr: self.conditions.evaluate(frame, expr, lambda: None))
         self.snapshots = Snapshots()    # the stacks read, for exception stops and `up`
         self.failures = FailureLog()                   # for post_mortem()
         self.history = History()                       # `record on`: what ran, to step back
@@ -118,6 +124,7 @@ class Engine:
         self.detached = True
         self.graph_steps.finish()
         self.backward_catch.disarm()
+        self.graph_lines.disarm()
         self.hooks.uninstall()
         self.compile_stops.disarm()
         self.interrupts.restore()
@@ -255,8 +262,12 @@ class Engine:
         self._sync_backward_catch()
 
     def _sync_backward_catch(self) -> None:
-        """A `catch backward` set, disabled or cleared: watched from now on, or not."""
+        """A `catch backward` or a `b FILE:LINE` inside a graph set, disabled or
+        cleared: watched from now on, or not."""
         note = self.backward_catch.sync()
+        if note:
+            self.frontend.message(note)
+        note = self.graph_lines.sync()      # `b FILE:LINE` inside graphs, likewise
         if note:
             self.frontend.message(note)
 

@@ -40,6 +40,9 @@ class GraphStepper:
         self.stepping = False                         # stop before each node
         # `catch backward`: at the first node, the catchpoints that stop (none: no stop)
         self.first: Callable[[types.FrameType], list[Breakpoint]] | None = None
+        # told once it leaves a graph, with its frame if that runs on (`c`, `r`):
+        # graph_lines.py watches its code again, and its later armed nodes
+        self.on_leave: Callable[[SteppedGraph, types.FrameType | None], object] | None = None
 
     def enter(self, graph: SteppedGraph, caller: types.FrameType,
               first: Callable[[types.FrameType], list[Breakpoint]] | None = None) -> bool:
@@ -57,16 +60,20 @@ class GraphStepper:
     def finish(self) -> None:
         """`r`/`c` in the graph: no more stops in it; it runs to its end."""
         self.stepping = False
-        if self.frame is not None:
-            self.frame.f_trace_lines = False
-        self.leave()
+        frame = self.frame
+        if frame is not None:
+            frame.f_trace_lines = False
+        self.leave(frame)
 
-    def leave(self) -> None:
-        if self.graph is not None:
-            self._tracer().unwatch_graph(self.graph.code)
+    def leave(self, running: types.FrameType | None = None) -> None:
+        graph = self.graph
+        if graph is not None:
+            self._tracer().unwatch_graph(graph.code)
         self.graph = self.caller = self.frame = None
         self.stepping = False
         self.first = None
+        if graph is not None and self.on_leave is not None:
+            self.on_leave(graph, running)
 
     @property
     def inside(self) -> bool:

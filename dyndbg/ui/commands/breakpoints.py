@@ -104,6 +104,7 @@ class BreakpointCommands:
             return f"pending: no graph {target.graph} yet"
         labels = [entry.label() for entry in engine.registry.entries()
                   if target.offsets(entry, engine.info_for(entry))]
+        labels += [loc.where for loc in bp.locations if loc.code is None]  # graphs holding it
         if labels:
             more = f" (+{len(labels) - 3} more)" if len(labels) > 3 else ""
             return "resolved: in " + ", ".join(labels[:3]) + more
@@ -111,8 +112,8 @@ class BreakpointCommands:
             if not os.path.exists(target.filename) and not any(
                     target.file_matches(e.code.co_filename) for e in engine.registry.entries()):
                 return "pending: no such file seen yet"
-            return ("pending: no generated instruction for that line yet; lines captured "
-                    "inside a graph have none, their graph-break line does")
+            return ("pending: no generated instruction nor compiled graph node for that "
+                    "line yet (an inductor graph's lines have none)")
         return "pending: no matching code compiled yet"
 
     def visible_breakpoints(self) -> list[Breakpoint]:
@@ -142,6 +143,7 @@ class BreakpointCommands:
         target = self._compile_stop_target(spec) if spec.split()[0] == "--trace" else \
             self._target(spec)
         bp = self.host.engine.breakpoints.add(target, temporary, condition)
+        self.host.engine.graph_lines.resolve()     # the graphs holding a FILE:LINE
         kind = "Temporary breakpoint" if temporary else "Breakpoint"
         resolution = self.resolution(bp)
         self.host.write(f"{kind} {bp.number} at {target.describe()}"
@@ -167,7 +169,9 @@ class BreakpointCommands:
         """b(reak) [LOCATION] [, CONDITION]
         LOCATION is one of:
           INDEX, @OFFSET        an instruction of the current code object
-          FILE:LINE             where generated code enters that source line
+          FILE:LINE             where generated code enters that source line,
+                                and in each compiled graph (forward, backward)
+                                with nodes from it: before its first node
           graph N, __compiled_fn_N[_uuid], __compiled_fn_*
                                 the call of a compiled graph, from any frame
           resume, torch_dynamo_resume_in_f*, __resume_at_*

@@ -13,6 +13,7 @@ from dyndbg.dynamo.graphs.inductor_steps import OutputCodeGraph
 from dyndbg.dynamo.graphs.stepping import MISSING, node_step, target_text
 from dyndbg.engine.stop import GraphStop
 from dyndbg.ui.commands import kernel_stops
+from dyndbg.ui.commands.breakpoints import deleted_at_stop
 from dyndbg.ui.commands.host import Family, Host, commands_of, usage
 from dyndbg.ui.text import graph_steps
 from dyndbg.ui.text.parsing import CommandError
@@ -61,9 +62,14 @@ class GraphStopCommands:
                 + "; as anywhere: " + ", ".join(sorted(ANYWHERE)))
 
     def print_stop(self, stop: GraphStop) -> None:
-        for bp in stop.breakpoints:      # `catch backward`: its first node
-            self.host.write(f"Catchpoint {bp.number} (backward), hit {bp.hits}: "
-                            f"backward of graph {stop.graph.number} starts")
+        for bp in stop.breakpoints:      # `catch backward` at its first node; `b FILE:LINE`
+            if bp.kind == "catch":
+                self.host.write(f"Catchpoint {bp.number} (backward), hit {bp.hits}: "
+                                f"backward of graph {stop.graph.number} starts")
+            else:
+                self.host.write(f"Breakpoint {bp.number} at {bp.target.describe()}, hit {bp.hits}")
+        for line in deleted_at_stop(stop.breakpoints, self.host.engine.breakpoints):
+            self.host.write(line)
         if isinstance(stop.graph, OutputCodeGraph):
             return kernel_stops.print_stop(self.host, stop, stop.graph)
         step = node_step(stop.graph, stop.node, stop.frame.f_locals)
