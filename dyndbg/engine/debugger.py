@@ -34,6 +34,8 @@ from dyndbg.engine.stop import (CompileStop, GraphStop, HeldStop, InstructionTra
 from dyndbg.engine.compile_stepping import CompileStepper
 from dyndbg.engine.graph_stepping import GraphStepper
 from dyndbg.engine.graph_backward import BackwardCatcher
+from dyndbg.engine.graph_watches import GraphWatches
+from dyndbg.engine.nan_catch import NanCatcher
 from dyndbg.dynamo.graphs.stepping import NoWayIn, runnable_graph
 from dyndbg.engine.tracing.tracer import Tracer
 from dyndbg.engine.tracing.choice import make_tracer
@@ -79,12 +81,21 @@ class Engine:
         self.compile_stops = CompileStepper(self.breakpoints, frontend, self.internal_error,
                                             self.held)
         # Stops inside a compiled graph, node by node (`s` at its call).
-        self.graph_steps = GraphStepper(lambda: self.tracer, frontend, self.held)
+        # Who watches which compiled graph's code (several at once), over the tracer.
+        self.graph_watches = GraphWatches(lambda: self.tracer)
+        self.graph_steps = GraphStepper(lambda: self.graph_watches, frontend, self.held)
         self._said_no_graph_mechanism = False   # sys.monitoring: said once a session
         # `catch backward`: watches AOT's CompiledFunction.backward while one is enabled.
         self.backward_catch = BackwardCatcher(
-            lambda: self.tracer, self.breakpoints, self.graph_steps, self.held, frontend.message,
+            lambda: self.graph_watches, self.breakpoints, self.graph_steps, self.held, frontend.message,
             _graph_backend, lambda frame, expr: self.conditions.evaluate(frame, expr, lambda: None))
+        # `catch nan`: watches every steppable graph's code while one is enabled.
+        self.nan_catch = NanCatcher(
+            lambda: self.graph_watches, self.breakpoints, self.graph_steps, self.held, frontend,
+            frontend.message, _graph_backend, self.registry.is_generated,
+            lambda frame, expr: self.conditions.evaluate(frame, expr, lambda: None))
+        self.graph_watches.first = self.nan_catch
+        self._compiles = 0                  # dynamo's compiles ended so far
         self.snapshots = Snapshots()    # the stacks read, for exception stops and `up`
         self.failures = FailureLog()                   # for post_mortem()
         self.history = History()                       # `record on`: what ran, to step back
@@ -118,6 +129,7 @@ class Engine:
         self.detached = True
         self.graph_steps.finish()
         self.backward_catch.disarm()
+        self.nan_catch.disarm()
         self.hooks.uninstall()
         self.compile_stops.disarm()
         self.interrupts.restore()
@@ -260,6 +272,8 @@ class Engine:
         note = self.backward_catch.sync()
         if note:
             self.frontend.message(note)
+        for line in self.nan_catch.sync(self._compiles):
+            self.frontend.message(line)
 
     def _wants_callback(self) -> bool:
         return self.policy.wants_callback(self.tracer.needs_code_callback)
@@ -325,6 +339,7 @@ class Engine:
         self.tracer.suspend()
 
     def _resume(self) -> None:
+        self._compiles += 1     # catch nan: new graphs to watch
         self.compile_stops.compile_ended()
         if not self.detached:
             self._sync_backward_catch()     # one set at a compile stop

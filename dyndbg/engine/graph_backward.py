@@ -24,13 +24,13 @@ from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable
 from dyndbg.engine.graph_stepping import GraphStepper
 from dyndbg.engine.stop import HeldStop
 from dyndbg.engine.targets import BackwardCatchTarget
-from dyndbg.engine.tracing.tracer import Tracer
+from dyndbg.engine.graph_watches import GraphWatches
 
 
 class BackwardCatcher:
     """Watches `CompiledFunction.backward` while `catch backward` is set."""
 
-    def __init__(self, tracer: Callable[[], Tracer], breakpoints: BreakpointTable,
+    def __init__(self, tracer: Callable[[], GraphWatches], breakpoints: BreakpointTable,
                  stepper: GraphStepper, held: HeldStop, message: Callable[[str], None],
                  backend_of: Callable[[str], str | None],
                  evaluate: Callable[[types.FrameType, str], object]) -> None:
@@ -80,7 +80,7 @@ class BackwardCatcher:
 
     def disarm(self) -> None:
         if self._code is not None:
-            self._tracer().unwatch_graph(self._code)
+            self._tracer().unwatch_graph(self._code, self)
             self._code = None
         self._version = -1
 

@@ -15,6 +15,8 @@ dynamo compiles matching code.
   generated code: they arm no instruction
 - BackwardCatchTarget: `catch backward [N]`: stops inside a compiled
   backward (graph_backward.py), never in generated code
+- NanCatchTarget: `catch nan`: stops after a graph's node made a NaN or an
+  Inf (nan_catch.py), never in generated code
 - MarkerTarget: torch's `<BREAKPOINT>` markers (breakpoint 0, built in)
 """
 from __future__ import annotations
@@ -336,6 +338,21 @@ class BackwardCatchTarget(CatchTarget):
 
     def describe(self) -> str:
         return "catch backward" + ("" if self.graph is None else f" {self.graph}")
+
+
+@dataclass
+class NanCatchTarget(CatchTarget):
+    """`catch nan`: stop right after the first node of a compiled graph whose
+    output holds a NaN or an Inf (engine/nan_catch.py), never in generated code."""
+
+    event: str = "nan"
+    graph_time = True
+
+    def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        return set()    # inside a graph only
+
+    def describe(self) -> str:
+        return "catch nan"
 
 
 @dataclass

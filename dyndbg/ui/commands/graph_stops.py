@@ -14,7 +14,7 @@ from dyndbg.dynamo.graphs.stepping import MISSING, node_step, target_text
 from dyndbg.engine.stop import GraphStop
 from dyndbg.ui.commands import kernel_stops
 from dyndbg.ui.commands.host import Family, Host, commands_of, usage
-from dyndbg.ui.text import graph_steps
+from dyndbg.ui.text import graph_steps, nan_text
 from dyndbg.ui.text.parsing import CommandError
 from dyndbg.ui.text.values import safe_repr
 
@@ -61,6 +61,8 @@ class GraphStopCommands:
                 + "; as anywhere: " + ", ".join(sorted(ANYWHERE)))
 
     def print_stop(self, stop: GraphStop) -> None:
+        if stop.found is not None:       # `catch nan`: after the node that made it
+            return self._print_nan(stop)
         for bp in stop.breakpoints:      # `catch backward`: its first node
             self.host.write(f"Catchpoint {bp.number} (backward), hit {bp.hits}: "
                             f"backward of graph {stop.graph.number} starts")
@@ -68,6 +70,15 @@ class GraphStopCommands:
             return kernel_stops.print_stop(self.host, stop, stop.graph)
         step = node_step(stop.graph, stop.node, stop.frame.f_locals)
         for line in graph_steps.stop_lines(stop.tag, step):
+            self.host.write(line)
+
+    def _print_nan(self, stop: GraphStop) -> None:
+        found = stop.found
+        step = node_step(stop.graph, stop.node, {})  # type: ignore[arg-type]  # catch nan: FX graphs
+        for bp in stop.breakpoints:
+            self.host.write(nan_text.caught_line(bp.number, bp.hits, step.name,
+                                                 stop.graph.number, found.bad))  # type: ignore[attr-defined]  # a NanFound
+        for line in nan_text.stop_lines(stop.tag, step, found.inputs, found.value, found.bad):  # type: ignore[attr-defined]  # a NanFound
             self.host.write(line)
 
     # -- running (the prompt's commands below, the editor's requests) ------------------------

@@ -1,0 +1,247 @@
+"""`catch nan`: stop right after the first FX node whose output holds a NaN
+or an Inf (issue 50).
+
+While an enabled `catch nan` exists (only then: nothing is watched
+otherwise), every compiled graph whose code can be watched (eager,
+aot_eager's forward: dynamo/graphs/stepping.py's runnable_graph) has its
+code watched (GraphWatches), those compiled so far and, at each compile's
+end, the new ones. A lazy GraphModule (AOT's) makes its code at its first
+call: `_LazyGraphModule._lazy_forward` is watched until it has, then its
+code. At each line of a watched graph's frame, the node(s) that ran since
+the last line are checked (dynamo/graphs/nan_check.py: one isfinite per
+floating tensor); the first with a NaN or an Inf is a GraphStop (reason
+BREAKPOINT, the catchpoint in it), once per run of the graph; `s` from
+there steps the graph on from the next node (GraphStepper.adopt).
+
+The values are read from the graph frame's locals only: the graph computes
+what it computes. An input of the node is held from the line before it ran
+(FX frees a value on the line of its last use) until the next line.
+"""
+from __future__ import annotations
+
+import types
+from typing import Callable, NamedTuple
+
+from dyndbg.dynamo.graphs import nan_check
+from dyndbg.dynamo.graphs.stepping import GraphCode, NoWayIn, runnable_graph
+from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable
+from dyndbg.engine.graph_stepping import GraphStepper
+from dyndbg.engine.graph_watches import GraphWatches
+from dyndbg.engine.stop import GraphStop, HeldStop, StopReason
+from dyndbg.engine.targets import NanCatchTarget
+
+COMPUTED = ("call_function", "call_method", "call_module")
+
+
+class NanFound(NamedTuple):
+    """What `catch nan` found: the node that just ran, its inputs as they
+    were before it ran, its value and which elements are bad."""
+
+    node: object
+    inputs: list[tuple[str, object]]
+    value: object
+    bad: list[nan_check.BadValues]
+
+
+class _Run(NamedTuple):
+    graph: GraphCode
+    done: int                             # nodes below this index are checked
+    inputs: list[tuple[str, object]]      # of node `done`, held before it ran
+
+
+class NanCatcher:
+    """Watches every steppable graph's code while `catch nan` is set."""
+
+    def __init__(self, watches: Callable[[], GraphWatches], breakpoints: BreakpointTable,
+                 stepper: GraphStepper, held: HeldStop, frontend: object,
+                 message: Callable[[str], None], backend_of: Callable[[str], str | None],
+                 is_generated: Callable[[types.CodeType], bool],
+                 evaluate: Callable[[types.FrameType, str], object]) -> None:
+        self._watches = watches
+        self.breakpoints = breakpoints
+        self.stepper = stepper
+        self.held = held
+        self.frontend = frontend
+        self.message = message
+        self.backend_of = backend_of
+        self.is_generated = is_generated
+        self.evaluate = evaluate
+        self.armed = False
+        self._graphs: dict[int, GraphCode] = {}       # id(code) -> its graph, watched
+        self._lazy: dict[int, GraphCode] = {}         # id(gm) -> its graph, code not made yet
+        self._lazy_code: types.CodeType | None = None  # _lazy_forward's, watched while _lazy
+        self._seen: dict[str, int] = {}               # global -> id(value) looked at
+        self._runs: dict[int, _Run] = {}              # id(frame) -> its run so far
+        self._said: set[str] = set()
+        self._indices: dict[int, dict[int, int]] = {}  # id(graph) -> id(node) -> index
+        self._key: tuple[int, int] = (-1, -1)
+
+    def catchpoints(self) -> list[Breakpoint]:
+        return [bp for bp in self.breakpoints
+                if bp.enabled and isinstance(bp.target, NanCatchTarget)]
+
+    # -- arming -------------------------------------------------------------------------
+    def sync(self, compiled: int) -> list[str]:
+        """Watch every steppable graph's code while an enabled `catch nan`
+        exists; `compiled`: how many compiles have ended (after a new one:
+        look again). The lines to say (each once a session)."""
+        key = (self.breakpoints.version, compiled)
+        if key == self._key:
+            return []
+        self._key = key
+        if not self.catchpoints():
+            self.disarm()
+            return []
+        self.armed = True
+        said: list[str] = []
+        for name, value in nan_check.graph_globals():
+            if self._seen.get(name) == id(value):
+                continue
+            self._seen[name] = id(value)
+            try:
+                graph = runnable_graph(name, value, self.backend_of(name))
+            except NoWayIn as why:
+                said.append(f"dyndbg: catch nan: {str(why).replace('; stepping over', '')}; "
+                            "its nodes are not checked")
+                continue
+            if not isinstance(graph, GraphCode):     # inductor's output code
+                said.append(f"dyndbg: catch nan: graph {graph.number} ({graph.backend}) is "
+                            "not checked node by node (inductor graphs are not checked yet)")
+                continue
+            if not self._watch(graph):
+                said.append(f"dyndbg: catch nan: watching a graph needs the settrace mechanism "
+                            f"for now (DYNDBG_TRACER=settrace; this is {self._watches().name}); "
+                            "nothing is checked")
+                break
+        return [line for line in said if self._once(line)]
+
+    def _watch(self, graph: GraphCode) -> bool:
+        code = graph.code or nan_check.made_forward_code(graph.gm)
+        if code is not None:
+            graph.code = code
+            self._graphs[id(code)] = graph
+            return self._watches().watch_graph(code, self)
+        self._lazy[id(graph.gm)] = graph
+        if self._lazy_code is None:
+            self._lazy_code = nan_check.lazy_forward_code()
+            if self._lazy_code is None or not self._watches().watch_graph(self._lazy_code, self):
+                self._lazy_code = None
+                return False
+        return True
+
+    def disarm(self) -> None:
+        watches = self._watches()
+        for graph in self._graphs.values():
+            watches.unwatch_graph(graph.code, self)
+        if self._lazy_code is not None:
+            watches.unwatch_graph(self._lazy_code, self)
+        self._graphs.clear()
+        self._lazy.clear()
+        self._seen.clear()
+        self._runs.clear()
+        self._indices.clear()
+        self._lazy_code = None
+        self.armed = False
+        self._key = (-1, -1)
+
+    def _once(self, line: str) -> bool:
+        if line in self._said:
+            return False
+        self._said.add(line)
+        return True
+
+    # -- the mechanism's events (under ENGINE_LOCK) ---------------------------------------
+    def on_graph_start(self, frame: types.FrameType) -> bool:
+        if not self.armed or self.held.current is not None:
+            return False    # at a prompt: an expression runs the graph
+        code = frame.f_code
+        if code is self._lazy_code:
+            return id(frame.f_locals.get("self")) in self._lazy
+        graph = self._graphs.get(id(code))
+        if graph is None:
+            return False
+        self._runs[id(frame)] = _Run(graph, 0, [])
+        return True
+
+    def on_graph_line(self, frame: types.FrameType) -> None:
+        """Before a node runs: the node(s) run since the last line checked."""
+        if not self.armed:
+            return
+        if frame.f_code is self._lazy_code:
+            self._lazy_made(frame)
+            return
+        run = self._runs.get(id(frame))
+        if run is None:
+            return
+        graph = run.graph
+        node = graph.node_at(frame.f_lineno)
+        if node is None:
+            return
+        index = self._index(graph).get(id(node), -1)
+        if index < run.done:
+            return
+        frame_locals = frame.f_locals
+        found = self._check(graph, run, index, frame_locals)
+        if found is not None:
+            del self._runs[id(frame)]       # one stop a run: what follows holds it too
+            self._stop(frame, graph, found)
+            return
+        inputs = [(arg.name, frame_locals.get(arg.name))
+                  for arg in getattr(node, "all_input_nodes", ())]
+        self._runs[id(frame)] = _Run(graph, index, inputs)
+
+    def _index(self, graph: GraphCode) -> dict[int, int]:
+        found = self._indices.get(id(graph))
+        if found is None:
+            found = self._indices[id(graph)] = {id(n): i for i, n in enumerate(graph.nodes)}
+        return found
+
+    def on_graph_return(self, frame: types.FrameType) -> None:
+        self._runs.pop(id(frame), None)
+
+    def _lazy_made(self, frame: types.FrameType) -> None:
+        """In `_lazy_forward`: once its GraphModule has made its code, watched."""
+        gm = frame.f_locals.get("self")
+        graph = self._lazy.get(id(gm))
+        if graph is None or graph.gm is not gm:
+            return
+        code = nan_check.made_forward_code(gm)
+        if code is None:
+            return
+        del self._lazy[id(gm)]
+        self._watch(graph)
+        if not self._lazy and self._lazy_code is not None:
+            self._watches().unwatch_graph(self._lazy_code, self)
+            self._lazy_code = None
+
+    def _check(self, graph: GraphCode, run: _Run, index: int,
+               frame_locals: dict) -> NanFound | None:
+        """The first node from `run.done` up to `index` (excluded) that ran and
+        holds a NaN or an Inf."""
+        for i in range(run.done, index):
+            node = graph.nodes[i]
+            if node.op not in COMPUTED:  # type: ignore[attr-defined]  # an FX node
+                continue
+            value = frame_locals.get(node.name)  # type: ignore[attr-defined]  # an FX node
+            bad = nan_check.bad_values(value)
+            if bad:
+                inputs = run.inputs if i == run.done else []
+                return NanFound(node, inputs, value, bad)
+        return None
+
+    def _stop(self, frame: types.FrameType, graph: GraphCode, found: NanFound) -> None:
+        """The stop, if a catchpoint's condition and ignore count let it; the
+        stepper takes the frame on (`s` from here: before the next node)."""
+        reached = self.catchpoints()
+        stopping = self.breakpoints.take([(bp, None) for bp in reached],
+                                         lambda expr: self.evaluate(frame, expr), self.message)
+        if not stopping:
+            return
+        caller = frame.f_back
+        while caller is not None and not self.is_generated(caller.f_code):
+            caller = caller.f_back
+        stop = GraphStop(frame, graph, found.node, caller, StopReason.BREAKPOINT, stopping,
+                         found=found)
+        self.stepper.adopt(graph, caller, frame)
+        with self.held.holding(stop):
+            self.frontend.interact_graph(stop)  # type: ignore[attr-defined]  # the engine's Frontend
