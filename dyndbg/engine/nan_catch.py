@@ -220,9 +220,9 @@ class NanCatcher:
         holds a NaN or an Inf."""
         for i in range(run.done, index):
             node = graph.nodes[i]
-            if node.op not in COMPUTED:  # type: ignore[attr-defined]  # an FX node
+            if node.op not in COMPUTED:
                 continue
-            value = frame_locals.get(node.name)  # type: ignore[attr-defined]  # an FX node
+            value = frame_locals.get(node.name)
             bad = nan_check.bad_values(value)
             if bad:
                 inputs = run.inputs if i == run.done else []

@@ -95,7 +95,7 @@ class BreakpointCommands:
         """`resolved: ...` or `pending: ...`, from the generated code seen so far."""
         engine = self.host.engine
         target = bp.target
-        if isinstance(target, InstructionTarget) or target.compile_time:
+        if isinstance(target, (InstructionTarget, NanCatchTarget)) or target.compile_time:
             return ""
         if isinstance(target, BackwardCatchTarget):
             from dyndbg.dynamo.names import find_graph_global

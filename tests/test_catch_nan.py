@@ -1,0 +1,136 @@
+"""`catch nan` (issue 50): a stop right after the first FX node of a
+compiled graph whose output holds a NaN or an Inf, in the real CLI, on
+tests/programs/nan_graph.py (eager and aot_eager forward graphs).
+
+Checked against the program's own eager run, never against strings copied
+from one release: it prints, after its compiled run, the first torch
+function whose output is not finite when the same function runs eagerly
+(its name and its line, read by a TorchFunctionMode) and which elements
+are NaN and Inf. The program's output is a plain run's (checking changes
+nothing).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from harness import ROOT, Run, run_dyndbg, run_plain
+from test_into_graph import _segments
+from transcript import no_traceback
+
+PROGRAM = ROOT / "tests" / "programs" / "nan_graph.py"
+CAUGHT = re.compile(r"^Catchpoint (\d+) \(nan\), hit (\d+): node (\S+) of graph (\d+) made (.*)$")
+AFTER = re.compile(r"^\[graph (\d+) (\S+) forward\] after node (\d+)/(\d+) (\S+): (\S+) (\S+)$")
+BEFORE = re.compile(r"^\[graph (\d+) (\S+) forward\] node (\d+)/(\d+) (\S+): (\S+) (\S+)$")
+BAD = re.compile(r"^  (nan|inf) at (.*?)(, …)? \((\d+) of (\d+)\)$")
+
+
+class Eager:
+    """The program's eager account of each step: None (finite), or the
+    first op's name and line, its NaN and Inf indices, its element count."""
+
+    def __init__(self, run: Run) -> None:
+        assert run.returncode == 0, run.stderr[-3000:]
+        lines = run.stdout.splitlines()
+        self.output = lines[:lines.index("--- eager ---")]
+        self.steps: list[tuple[str, int, list, list, int] | None] = []
+        for line in lines[lines.index("--- eager ---") + 1:lines.index("--- end ---")]:
+            found = re.fullmatch(r"step \d+ first (\S+) (\d+) nan (.*) inf (.*) of (\d+)", line)
+            self.steps.append(None if found is None else (
+                found[1], int(found[2]), eval(found[3]), eval(found[4]), int(found[5])))
+
+
+@pytest.fixture(scope="module")
+def eager() -> Eager:
+    return Eager(run_plain(PROGRAM, "eager"))
+
+
+def _run(backend: str, commands: list[str], tmp: Path) -> Run:
+    run = run_dyndbg([PROGRAM, backend], commands, tmp, env={"DYNDBG_TRACER": "settrace"})
+    no_traceback(run)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run
+
+
+def _bad_lines(lines: list[str]) -> dict[str, tuple[list, int, int]]:
+    out = {}
+    for line in lines:
+        found = BAD.match(line)
+        if found:
+            at = [[int(i) for i in index.split(", ")] for index in
+                  re.findall(r"\[([\d, ]+)\]", found[2])]
+            out[found[1]] = (at, int(found[4]), int(found[5]))
+    return out
+
+
+def _check_stops(run: Run, eager: Eager, backend: str) -> list[tuple[str, list[str]]]:
+    """Each stop names eager's first non-finite op at its line, with eager's
+    bad elements; returns the segments."""
+    segments = _segments(run.transcript)
+    stops = [(command, lines) for command, lines in segments
+             if any(CAUGHT.match(line) for line in lines)]
+    bad_steps = [step for step in eager.steps if step is not None]
+    assert eager.steps[0] is None and len(bad_steps) == 2     # the program's own account
+    assert len(stops) == len(bad_steps), run.transcript[-4000:]
+    source = PROGRAM.read_text().splitlines()
+    for hit, ((_, lines), (op, line, nan, inf, total)) in enumerate(zip(stops, bad_steps), 1):
+        caught = next(CAUGHT.match(x) for x in lines if CAUGHT.match(x))
+        assert caught is not None and caught[1] == "1" and caught[2] == str(hit)
+        assert caught[5] == "nan and inf", lines
+        head = next(AFTER.match(x) for x in lines if AFTER.match(x))
+        assert head is not None and head[2] == backend and head[5] == caught[3], lines
+        assert head[6] == "call_function" and re.search(rf"\b{op}\b", head[7]), (op, lines)
+        place = lines[lines.index(head[0]) + 1].strip()
+        assert place == f"at {PROGRAM.name}:{line}: {source[line - 1].strip()}", place
+        assert any(x.startswith("  in  ") for x in lines) and \
+            any(x.startswith(f"  out {head[5]} = Tensor f32[") for x in lines), lines
+        bad = _bad_lines(lines)
+        assert bad["nan"] == (nan[:3], len(nan), total), (bad, nan)
+        assert bad["inf"] == (inf[:3], len(inf), total), (bad, inf)
+    return segments
+
+
+def test_catch_nan_in_an_eager_graph_then_s_steps_on(tmp_path: Path, eager: Eager) -> None:
+    """Two stops (steps 1 and 2; step 0 is finite), each at eager's op,
+    line and bad elements; `l` marks the node; `s` stops before the next
+    node, whose input is the bad value; the output is a plain run's."""
+    run = _run("eager", ["catch nan", "c", "l", "s", "c", "info breakpoints", "c"], tmp_path)
+    segments = _check_stops(run, eager, "eager")
+    first = next(lines for _, lines in segments if any(CAUGHT.match(x) for x in lines))
+    head = next(AFTER.match(x) for x in first if AFTER.match(x))
+    assert head is not None
+    listing = dict(segments)["l"]
+    assert [x.split()[1] for x in listing if x.startswith("->")] == [head[5]], listing
+    after = dict(segments)["s"]
+    step = BEFORE.match(after[0])
+    assert step is not None and int(step[3]) == int(head[3]) + 1, after
+    assert any(x.startswith(f"  in  {head[5]} = ") for x in after), after
+    table = " ".join(dict(segments)["info breakpoints"])
+    assert re.search(r"catch nan\s+hit 2 times", table), table
+    assert run.stdout.splitlines()[:len(eager.output)] == eager.output
+    assert run.stdout == run_plain(PROGRAM, "eager").stdout
+
+
+def test_catch_nan_in_an_aot_graph_cleared_checks_no_more(tmp_path: Path) -> None:
+    """aot_eager (a lazy GraphModule, its code made at its first call, after
+    `catch nan`): the stop at eager's op; cleared, no more stops; help and a
+    bad argument."""
+    aot = Eager(run_plain(PROGRAM, "aot_eager"))
+    run = _run("aot_eager", ["catch nan x", "help catch", "catch nan", "c", "clear 1", "c"],
+               tmp_path)
+    segments = dict(_segments(run.transcript))
+    assert segments["catch nan x"] == [
+        "*** usage: catch compile | recompile | graph-break | exception | trace [FUNC] | "
+        "backward [N] | nan"]
+    assert "nan" in " ".join(segments["help catch"]).split()
+    stops = [x for x in run.transcript.splitlines() if CAUGHT.match(x)]
+    assert len(stops) == 1, run.transcript[-4000:]
+    aot.steps = aot.steps[:2] + [None]     # cleared after the first stop
+    bad = _bad_lines(run.transcript.splitlines())
+    (op, line, nan, inf, total) = aot.steps[1]  # type: ignore[misc]
+    assert bad["nan"] == (nan[:3], len(nan), total) and bad["inf"] == (inf[:3], len(inf), total)
+    head = next(AFTER.match(x) for x in run.transcript.splitlines() if AFTER.match(x))
+    assert head is not None and head[2] == "aot_eager" and re.search(rf"\b{op}\b", head[7])
+    assert run.stdout == run_plain(PROGRAM, "aot_eager").stdout
