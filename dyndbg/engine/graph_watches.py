@@ -105,7 +105,14 @@ class GraphWatches:
         return True
 
     def _line(self, frame: types.FrameType) -> None:
-        served: list[GraphEvents] = []
+        taken = self._frames.get(id(frame))
+        if taken is not None and len(taken) == 1 and self.first is taken[0]:
+            taken[0].on_graph_line(frame)     # catch nan alone: the common case, quickly
+            if len(taken) == 1:
+                return
+            served: list[GraphEvents] = [taken[0]]
+        else:
+            served = []
         while True:     # one adopted meanwhile (catch nan's stop, then `s`) gets this line too
             pending = [w for w in self._order(self._frames.get(id(frame), []))
                        if not any(w is s for s in served)]

@@ -73,7 +73,8 @@ class NanCatcher:
         self._seen: dict[str, int] = {}               # global -> id(value) looked at
         self._runs: dict[int, _Run] = {}              # id(frame) -> its run so far
         self._said: set[str] = set()
-        self._indices: dict[int, dict[int, int]] = {}  # id(graph) -> id(node) -> index
+        # id(graph) -> line -> (its node's index, its inputs' names)
+        self._lines: dict[int, dict[int, tuple[int, tuple[str, ...]]]] = {}
         self._key: tuple[int, int] = (-1, -1)
 
     def catchpoints(self) -> list[Breakpoint]:
@@ -139,7 +140,7 @@ class NanCatcher:
         self._lazy.clear()
         self._seen.clear()
         self._runs.clear()
-        self._indices.clear()
+        self._lines.clear()
         self._lazy_code = None
         self.armed = False
         self._key = (-1, -1)
@@ -174,10 +175,7 @@ class NanCatcher:
         if run is None:
             return
         graph = run.graph
-        node = graph.node_at(frame.f_lineno)
-        if node is None:
-            return
-        index = self._index(graph).get(id(node), -1)
+        index, names = self._line_of(graph, frame.f_lineno)
         if index < run.done:
             return
         frame_locals = frame.f_locals
@@ -186,14 +184,18 @@ class NanCatcher:
             del self._runs[id(frame)]       # one stop a run: what follows holds it too
             self._stop(frame, graph, found)
             return
-        inputs = [(arg.name, frame_locals.get(arg.name))
-                  for arg in getattr(node, "all_input_nodes", ())]
-        self._runs[id(frame)] = _Run(graph, index, inputs)
+        self._runs[id(frame)] = _Run(graph, index, [(n, frame_locals.get(n)) for n in names])
 
-    def _index(self, graph: GraphCode) -> dict[int, int]:
-        found = self._indices.get(id(graph))
+    def _line_of(self, graph: GraphCode, lineno: int) -> tuple[int, tuple[str, ...]]:
+        """(index of the node the line computes, its inputs' names); -1 for
+        none: found once a line (the events come at every line of every run)."""
+        lines = self._lines.setdefault(id(graph), {})
+        found = lines.get(lineno)
         if found is None:
-            found = self._indices[id(graph)] = {id(n): i for i, n in enumerate(graph.nodes)}
+            node = graph.node_at(lineno)
+            index = graph.index_of(node) if node is not None else -1
+            names = tuple(arg.name for arg in getattr(node, "all_input_nodes", ()))
+            found = lines[lineno] = (index, names)
         return found
 
     def on_graph_return(self, frame: types.FrameType) -> None:
