@@ -113,24 +113,47 @@ def test_catch_nan_in_an_eager_graph_then_s_steps_on(tmp_path: Path, eager: Eage
     assert run.stdout == run_plain(PROGRAM, "eager").stdout
 
 
-def test_catch_nan_in_an_aot_graph_cleared_checks_no_more(tmp_path: Path) -> None:
+KERNEL = re.compile(r"^Catchpoint 1 \(nan\), hit (\d+): kernel (\S+) of graph (\d+) made (.*)$")
+
+
+def test_catch_nan_in_aot_and_inductor_graphs_cleared_checks_no_more(tmp_path: Path) -> None:
     """aot_eager (a lazy GraphModule, its code made at its first call, after
-    `catch nan`): the stop at eager's op; cleared, no more stops; help and a
-    bad argument."""
-    aot = Eager(run_plain(PROGRAM, "aot_eager"))
-    run = _run("aot_eager", ["catch nan x", "help catch", "catch nan", "c", "clear 1", "c"],
-               tmp_path)
-    segments = dict(_segments(run.transcript))
-    assert segments["catch nan x"] == [
+    `catch nan`): a stop at eager's op in each bad step; then inductor: a
+    stop after the kernel that wrote the bad buffer, naming it, with the bad
+    elements of eager's op or of the program's own output; cleared, no more
+    stops; help and a bad argument. The output is a plain run's."""
+    plain = run_plain(PROGRAM, "aot_eager,inductor")
+    account = Eager(plain)
+    run = _run("aot_eager,inductor", ["catch nan x", "help catch", "catch nan", "c", "c", "c",
+                                      "clear 1", "c"], tmp_path)
+    segments = _segments(run.transcript)
+    named = dict(segments)
+    assert named["catch nan x"] == [
         "*** usage: catch compile | recompile | graph-break | exception | trace [FUNC] | "
         "backward [N] | nan"]
-    assert "nan" in " ".join(segments["help catch"]).split()
-    stops = [x for x in run.transcript.splitlines() if CAUGHT.match(x)]
-    assert len(stops) == 1, run.transcript[-4000:]
-    aot.steps = aot.steps[:2] + [None]     # cleared after the first stop
-    bad = _bad_lines(run.transcript.splitlines())
-    (op, line, nan, inf, total) = aot.steps[1]  # type: ignore[misc]
-    assert bad["nan"] == (nan[:3], len(nan), total) and bad["inf"] == (inf[:3], len(inf), total)
-    head = next(AFTER.match(x) for x in run.transcript.splitlines() if AFTER.match(x))
-    assert head is not None and head[2] == "aot_eager" and re.search(rf"\b{op}\b", head[7])
-    assert run.stdout == run_plain(PROGRAM, "aot_eager").stdout
+    assert "nan" in " ".join(named["help catch"]).split()
+    aot = [(c, lines) for c, lines in segments if any(CAUGHT.match(x) for x in lines)]
+    kernel = [(c, lines) for c, lines in segments if any(KERNEL.match(x) for x in lines)]
+    assert len(aot) == 2 and len(kernel) == 1, run.transcript[-4000:]
+    source = PROGRAM.read_text().splitlines()
+    for (_, lines), (op, line, nan, inf, total) in zip(aot, account.steps[1:]):  # type: ignore[misc]
+        head = next(AFTER.match(x) for x in lines if AFTER.match(x))
+        assert head is not None and head[2] == "aot_eager" and re.search(rf"\b{op}\b", head[7])
+        assert lines[lines.index(head[0]) + 1].strip() == \
+            f"at {PROGRAM.name}:{line}: {source[line - 1].strip()}"
+        bad = _bad_lines(lines)
+        assert bad["nan"] == (nan[:3], len(nan), total) and bad["inf"] == (inf[:3], len(inf), total)
+    _, lines = kernel[0]
+    caught = next(KERNEL.match(x) for x in lines if KERNEL.match(x))
+    assert caught is not None and caught[1] == "3", lines
+    head = next(x for x in lines if re.match(r"^\[graph \d+ inductor forward\] after step ", x))
+    assert caught[2] in head, lines
+    # the buffer the kernel wrote: eager's first bad op's, or (fused into the
+    # kernel making the graph's output) the program's own output's
+    (op, line, nan, inf, total) = account.steps[1]  # type: ignore[misc]
+    output = next(x for x in plain.stdout.splitlines() if x.startswith("inductor step 1: "))
+    values = output.split(": ", 1)[1].strip("[]").split(", ")
+    nan_out = [[i] for i, v in enumerate(values) if v == "nan"]
+    found = _bad_lines(lines)["nan"]
+    assert found in ((nan[:3], len(nan), total), (nan_out[:3], len(nan_out), len(values))), found
+    assert run.stdout == plain.stdout

@@ -95,7 +95,7 @@ class Engine:
             frontend.message, _graph_backend, self.registry.is_generated,
             lambda frame, expr: self.conditions.evaluate(frame, expr, lambda: None))
         self.graph_watches.first = self.nan_catch
-        self._compiles = 0                  # dynamo's compiles ended so far
+        self._compiles = 0                  # generated code objects added so far
         self.snapshots = Snapshots()    # the stacks read, for exception stops and `up`
         self.failures = FailureLog()                   # for post_mortem()
         self.history = History()                       # `record on`: what ran, to step back
@@ -334,12 +334,15 @@ class Engine:
         N.M) as it appears, and the mechanism sets its events."""
         self.breakpoints.at_code(entry, self.info_for(entry))
         self.tracer.code_added(entry)
+        self._compiles += 1
+        if self.nan_catch.armed:    # its graph, installed as dynamo made the code: watched
+            for line in self.nan_catch.sync(self._compiles):
+                self.frontend.message(line)
 
     def _suspend(self) -> None:
         self.tracer.suspend()
 
     def _resume(self) -> None:
-        self._compiles += 1     # catch nan: new graphs to watch
         self.compile_stops.compile_ended()
         if not self.detached:
             self._sync_backward_catch()     # one set at a compile stop

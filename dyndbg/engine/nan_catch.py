@@ -23,7 +23,9 @@ import types
 from typing import Callable, NamedTuple
 
 from dyndbg.dynamo.graphs import nan_check
-from dyndbg.dynamo.graphs.stepping import GraphCode, NoWayIn, runnable_graph
+from dyndbg.dynamo.graphs.inductor_steps import OutputCodeGraph
+from dyndbg.dynamo.graphs.output_code import StepKind
+from dyndbg.dynamo.graphs.stepping import GraphCode, NoWayIn, SteppedGraph, runnable_graph
 from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable
 from dyndbg.engine.graph_stepping import GraphStepper
 from dyndbg.engine.graph_watches import GraphWatches
@@ -34,17 +36,19 @@ COMPUTED = ("call_function", "call_method", "call_module")
 
 
 class NanFound(NamedTuple):
-    """What `catch nan` found: the node that just ran, its inputs as they
-    were before it ran, its value and which elements are bad."""
+    """What `catch nan` found: the node (or inductor kernel step) that just
+    ran, its inputs as they were before it ran, its value (the buffer
+    `output` of a kernel) and which elements are bad."""
 
     node: object
     inputs: list[tuple[str, object]]
+    output: str
     value: object
     bad: list[nan_check.BadValues]
 
 
 class _Run(NamedTuple):
-    graph: GraphCode
+    graph: SteppedGraph
     done: int                             # nodes below this index are checked
     inputs: list[tuple[str, object]]      # of node `done`, held before it ran
 
@@ -67,7 +71,7 @@ class NanCatcher:
         self.is_generated = is_generated
         self.evaluate = evaluate
         self.armed = False
-        self._graphs: dict[int, GraphCode] = {}       # id(code) -> its graph, watched
+        self._graphs: dict[int, SteppedGraph] = {}    # id(code) -> its graph, watched
         self._lazy: dict[int, GraphCode] = {}         # id(gm) -> its graph, code not made yet
         self._lazy_code: types.CodeType | None = None  # _lazy_forward's, watched while _lazy
         self._seen: dict[str, int] = {}               # global -> id(value) looked at
@@ -105,10 +109,6 @@ class NanCatcher:
                 said.append(f"dyndbg: catch nan: {str(why).replace('; stepping over', '')}; "
                             "its nodes are not checked")
                 continue
-            if not isinstance(graph, GraphCode):     # inductor's output code
-                said.append(f"dyndbg: catch nan: graph {graph.number} ({graph.backend}) is "
-                            "not checked node by node (inductor graphs are not checked yet)")
-                continue
             if not self._watch(graph):
                 said.append(f"dyndbg: catch nan: watching a graph needs the settrace mechanism "
                             f"for now (DYNDBG_TRACER=settrace; this is {self._watches().name}); "
@@ -116,12 +116,16 @@ class NanCatcher:
                 break
         return [line for line in said if self._once(line)]
 
-    def _watch(self, graph: GraphCode) -> bool:
-        code = graph.code or nan_check.made_forward_code(graph.gm)
+    def _watch(self, graph: SteppedGraph) -> bool:
+        code = graph.code
+        if code is None and isinstance(graph, GraphCode):
+            code = nan_check.made_forward_code(graph.gm)
         if code is not None:
             graph.code = code
             self._graphs[id(code)] = graph
             return self._watches().watch_graph(code, self)
+        if not isinstance(graph, GraphCode):
+            return True         # an output code with no `call`: nothing to watch
         self._lazy[id(graph.gm)] = graph
         if self._lazy_code is None:
             self._lazy_code = nan_check.lazy_forward_code()
@@ -186,15 +190,20 @@ class NanCatcher:
             return
         self._runs[id(frame)] = _Run(graph, index, [(n, frame_locals.get(n)) for n in names])
 
-    def _line_of(self, graph: GraphCode, lineno: int) -> tuple[int, tuple[str, ...]]:
-        """(index of the node the line computes, its inputs' names); -1 for
-        none: found once a line (the events come at every line of every run)."""
+    def _line_of(self, graph: SteppedGraph, lineno: int) -> tuple[int, tuple[str, ...]]:
+        """(index of the node, or inductor step, the line starts, its inputs'
+        names); -1 for none: found once a line (the events come at every
+        line of every run)."""
         lines = self._lines.setdefault(id(graph), {})
         found = lines.get(lineno)
         if found is None:
             node = graph.node_at(lineno)
-            index = graph.index_of(node) if node is not None else -1
-            names = tuple(arg.name for arg in getattr(node, "all_input_nodes", ()))
+            if isinstance(graph, OutputCodeGraph):
+                index = next((i for i, s in enumerate(graph.steps) if s is node), -1)
+                names = tuple(getattr(node, "reads", ()))
+            else:
+                index = graph.index_of(node) if node is not None else -1
+                names = tuple(arg.name for arg in getattr(node, "all_input_nodes", ()))
             found = lines[lineno] = (index, names)
         return found
 
@@ -216,10 +225,12 @@ class NanCatcher:
             self._watches().unwatch_graph(self._lazy_code, self)
             self._lazy_code = None
 
-    def _check(self, graph: GraphCode, run: _Run, index: int,
+    def _check(self, graph: SteppedGraph, run: _Run, index: int,
                frame_locals: dict) -> NanFound | None:
         """The first node from `run.done` up to `index` (excluded) that ran and
         holds a NaN or an Inf."""
+        if isinstance(graph, OutputCodeGraph):
+            return self._check_kernels(graph, run, index, frame_locals)
         for i in range(run.done, index):
             node = graph.nodes[i]
             if node.op not in COMPUTED:
@@ -228,10 +239,26 @@ class NanCatcher:
             bad = nan_check.bad_values(value)
             if bad:
                 inputs = run.inputs if i == run.done else []
-                return NanFound(node, inputs, value, bad)
+                return NanFound(node, inputs, node.name, value, bad)
         return None
 
-    def _stop(self, frame: types.FrameType, graph: GraphCode, found: NanFound) -> None:
+    def _check_kernels(self, graph: OutputCodeGraph, run: _Run, index: int,
+                       frame_locals: dict) -> NanFound | None:
+        """inductor: the buffers each kernel step from `run.done` up to
+        `index` wrote (not an allocation's: its memory is not written yet)."""
+        for i in range(run.done, index):
+            step = graph.steps[i]
+            if step.kind is not StepKind.KERNEL:
+                continue
+            for name in dict.fromkeys((*step.writes, *step.defines)):
+                value = frame_locals.get(name)
+                bad = nan_check.bad_values(value)
+                if bad:
+                    inputs = run.inputs if i == run.done else []
+                    return NanFound(step, inputs, name, value, bad)
+        return None
+
+    def _stop(self, frame: types.FrameType, graph: SteppedGraph, found: NanFound) -> None:
         """The stop, if a catchpoint's condition and ignore count let it; the
         stepper takes the frame on (`s` from here: before the next node)."""
         reached = self.catchpoints()

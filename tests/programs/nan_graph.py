@@ -1,5 +1,6 @@
 """A compiled function that makes a NaN (and an Inf) at one op, in its
-second call (tests/test_catch_nan.py). `python nan_graph.py BACKEND`.
+second and third calls (tests/test_catch_nan.py). `python nan_graph.py
+BACKEND[,BACKEND...]`: compiled with each backend in turn.
 
 After its compiled run it prints its own eager account: the same function
 run eagerly under a TorchFunctionMode that notes the first op whose output
@@ -49,12 +50,13 @@ def inputs(step):
 
 
 def main():
-    backend = sys.argv[1] if len(sys.argv) > 1 else "eager"
-    compiled = torch.compile(f, backend=backend)
-    for step in range(3):
-        x, w = inputs(step)
-        out = compiled(x, w)
-        print(f"step {step}: {out.tolist()}")
+    for backend in (sys.argv[1] if len(sys.argv) > 1 else "eager").split(","):
+        torch._dynamo.reset()
+        compiled = torch.compile(f, backend=backend)
+        for step in range(3):
+            x, w = inputs(step)
+            out = compiled(x, w)
+            print(f"{backend} step {step}: {out.tolist()}")
     print("--- eager ---")
     for step in range(3):
         x, w = inputs(step)

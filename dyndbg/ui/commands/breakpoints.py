@@ -248,10 +248,12 @@ class BreakpointCommands:
         holds a NaN or an Inf (once a run of the graph): the node, its user
         line, its inputs as they were before it ran, its output and which
         elements are bad; s steps on from the next node. Eager and
-        aot_eager forward graphs, those compiled so far and later (the
-        settrace mechanism); inductor graphs and backwards are not checked
+        aot_eager forward graphs node by node; inductor graphs kernel by
+        kernel: after each kernel, the buffers it wrote (a fused kernel is
+        named with the nodes inductor records for it); graphs compiled so
+        far and later (the settrace mechanism); backwards are not checked
         yet. Nothing is checked while it is unset or disabled; set, one
-        isfinite per node output. Listed, disabled and cleared like
+        check per node or kernel output. Listed, disabled and cleared like
         breakpoints."""
         event, _, rest = arg.strip().partition(" ")
         rest = rest.strip()

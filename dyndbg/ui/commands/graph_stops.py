@@ -74,7 +74,19 @@ class GraphStopCommands:
 
     def _print_nan(self, stop: GraphStop) -> None:
         found = stop.found
-        step = node_step(stop.graph, stop.node, {})  # type: ignore[arg-type]  # catch nan: FX graphs
+        graph = stop.graph
+        if isinstance(graph, OutputCodeGraph):
+            kernel = stop.node
+            for bp in stop.breakpoints:
+                self.host.write(nan_text.caught_line(bp.number, bp.hits, kernel.kernel,  # type: ignore[attr-defined]  # a CodeStep
+                                                     graph.number, found.bad, "kernel"))  # type: ignore[attr-defined]  # a NanFound
+            for line in nan_text.kernel_lines(stop.tag, kernel, graph.index_of(kernel),  # type: ignore[arg-type]  # a CodeStep
+                                              len(graph.stops), graph.user_places(kernel),  # type: ignore[arg-type]  # a CodeStep
+                                              found.inputs, found.output, found.value,  # type: ignore[attr-defined]  # a NanFound
+                                              found.bad):  # type: ignore[attr-defined]  # a NanFound
+                self.host.write(line)
+            return
+        step = node_step(graph, stop.node, {})
         for bp in stop.breakpoints:
             self.host.write(nan_text.caught_line(bp.number, bp.hits, step.name,
                                                  stop.graph.number, found.bad))  # type: ignore[attr-defined]  # a NanFound

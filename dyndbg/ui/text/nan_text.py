@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from dyndbg.dynamo.graphs.nan_check import BadValues
+from dyndbg.dynamo.graphs.output_code import CodeStep
 from dyndbg.dynamo.graphs.stepping import NodeStep
 from dyndbg.ui.text.graph_steps import place_text, value_text
 
@@ -38,8 +39,9 @@ def bad_lines(bad: list[BadValues]) -> list[str]:
     return lines
 
 
-def caught_line(number: int, hits: int, node: str, graph: int, bad: list[BadValues]) -> str:
-    return f"Catchpoint {number} (nan), hit {hits}: node {node} of graph {graph} made {kinds(bad)}"
+def caught_line(number: int, hits: int, node: str, graph: int, bad: list[BadValues],
+                what: str = "node") -> str:
+    return f"Catchpoint {number} (nan), hit {hits}: {what} {node} of graph {graph} made {kinds(bad)}"
 
 
 def stop_lines(tag: str, step: NodeStep, inputs: list[tuple[str, object]], value: object,
@@ -52,5 +54,26 @@ def stop_lines(tag: str, step: NodeStep, inputs: list[tuple[str, object]], value
     for name, held in inputs:
         lines.append(f"  in  {name} = {value_text(held)}")
     lines.append(f"  out {step.name} = {value_text(value)}")
+    lines += ["  " + line for line in bad_lines(bad)]
+    return lines
+
+
+def kernel_lines(tag: str, step: CodeStep, index: int, count: int,
+                 places: list[tuple[str, int]], inputs: list[tuple[str, object]],
+                 output: str, value: object, bad: list[BadValues]) -> list[str]:
+    """inductor: the kernel step that just ran, the FX nodes inductor says it
+    computes and their user lines, its inputs, the buffer it wrote that holds
+    the bad elements."""
+    kind = step.kernel_kind.value if step.kernel_kind is not None else "kernel"
+    lines = [f"{tag} after step {index + 1}/{count} {step.kernel}: {kind}"]
+    if step.nodes:
+        lines.append(f"  computes {', '.join(step.nodes)} (inductor's {step.provenance})")
+    else:
+        lines.append("  computes no node inductor records")
+    lines += ["  " + place_text(place) for place in places]
+    lines.append(f"  code: {step.text}")
+    for name, held in inputs:
+        lines.append(f"  in  {name} = {value_text(held)}")
+    lines.append(f"  out {output} = {value_text(value)}")
     lines += ["  " + line for line in bad_lines(bad)]
     return lines
