@@ -1,6 +1,7 @@
 """`catch nan` (issue 50): a stop right after the first FX node of a
 compiled graph whose output holds a NaN or an Inf, in the real CLI, on
-tests/programs/nan_graph.py (eager and aot_eager forward graphs).
+tests/programs/nan_graph.py: eager and aot_eager forward graphs, inductor's
+kernels, aot_eager's backward.
 
 Checked against the program's own eager run, never against strings copied
 from one release: it prints, after its compiled run, the first torch
@@ -47,8 +48,8 @@ def eager() -> Eager:
     return Eager(run_plain(PROGRAM, "eager"))
 
 
-def _run(backend: str, commands: list[str], tmp: Path) -> Run:
-    run = run_dyndbg([PROGRAM, backend], commands, tmp, env={"DYNDBG_TRACER": "settrace"})
+def _run(args: str, commands: list[str], tmp: Path) -> Run:
+    run = run_dyndbg([PROGRAM, *args.split()], commands, tmp, env={"DYNDBG_TRACER": "settrace"})
     no_traceback(run)
     assert run.returncode == 0, run.stderr[-3000:]
     return run
@@ -156,4 +157,34 @@ def test_catch_nan_in_aot_and_inductor_graphs_cleared_checks_no_more(tmp_path: P
     nan_out = [[i] for i, v in enumerate(values) if v == "nan"]
     found = _bad_lines(lines)["nan"]
     assert found in ((nan[:3], len(nan), total), (nan_out[:3], len(nan_out), len(values))), found
+    assert run.stdout == plain.stdout
+
+
+def test_catch_nan_in_an_aot_backward(tmp_path: Path) -> None:
+    """aot_eager's compiled backward, through catch backward's watch (its
+    GraphModule compiled in the first backward call, finite; the second's
+    makes an Inf): the stop names the gradient of eager's op at its line,
+    with the Inf where eager's gradient into that op has it; `s` steps on
+    to the next backward node; the output is a plain run's."""
+    plain = run_plain(PROGRAM, "train", "aot_eager")
+    account = Eager(plain)
+    assert account.steps[0] is not None and not account.steps[0][3]  # step 0: all finite
+    run = _run("train aot_eager", ["catch nan", "c", "s", "c"], tmp_path)
+    segments = _segments(run.transcript)
+    stops = [lines for _, lines in segments if any(CAUGHT.match(x) for x in lines)]
+    assert len(stops) == 1, run.transcript[-4000:]
+    (op, line, nan, inf, total) = account.steps[1]  # type: ignore[misc]
+    lines = stops[0]
+    caught = next(CAUGHT.match(x) for x in lines if CAUGHT.match(x))
+    assert caught is not None and caught[5] == "inf", lines
+    head = next(x for x in lines if x.startswith("[backward of graph "))
+    assert " after node " in head and f" {caught[3]}: call_function " in head, head
+    place = lines[lines.index(head) + 1].strip()
+    source = PROGRAM.read_text().splitlines()[line - 1].strip()
+    assert re.fullmatch(rf"grad of {PROGRAM.name}:{line} \(forward node {op}\): "
+                        + re.escape(source), place), place
+    assert _bad_lines(lines) == {"inf": (inf[:3], len(inf), total)}, lines
+    after = dict(segments)["s"]
+    position = int(re.search(r" after node (\d+)/", head)[1])  # type: ignore[index]
+    assert re.match(rf"\[backward of graph \d+ aot_eager\] node {position + 1}/", after[0]), after
     assert run.stdout == plain.stdout

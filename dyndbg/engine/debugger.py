@@ -95,6 +95,9 @@ class Engine:
             frontend.message, _graph_backend, self.registry.is_generated,
             lambda frame, expr: self.conditions.evaluate(frame, expr, lambda: None))
         self.graph_watches.first = self.nan_catch
+        self.backward_catch.nan_wants = self.nan_catch.wants_backward
+        self.backward_catch.nan_start = self.nan_catch.backward_starts
+        self.backward_catch.nan_end = self.nan_catch.backward_ends
         self._compiles = 0                  # generated code objects added so far
         self.snapshots = Snapshots()    # the stacks read, for exception stops and `up`
         self.failures = FailureLog()                   # for post_mortem()
@@ -268,12 +271,13 @@ class Engine:
         self._sync_backward_catch()
 
     def _sync_backward_catch(self) -> None:
-        """A `catch backward` set, disabled or cleared: watched from now on, or not."""
+        """A `catch backward` or `catch nan` set, disabled or cleared: watched
+        from now on, or not (catch nan watches backwards through catch backward's watch)."""
+        for line in self.nan_catch.sync(self._compiles):
+            self.frontend.message(line)
         note = self.backward_catch.sync()
         if note:
             self.frontend.message(note)
-        for line in self.nan_catch.sync(self._compiles):
-            self.frontend.message(line)
 
     def _wants_callback(self) -> bool:
         return self.policy.wants_callback(self.tracer.needs_code_callback)
@@ -336,8 +340,7 @@ class Engine:
         self.tracer.code_added(entry)
         self._compiles += 1
         if self.nan_catch.armed:    # its graph, installed as dynamo made the code: watched
-            for line in self.nan_catch.sync(self._compiles):
-                self.frontend.message(line)
+            self._sync_backward_catch()
 
     def _suspend(self) -> None:
         self.tracer.suspend()

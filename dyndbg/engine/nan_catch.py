@@ -3,9 +3,12 @@ or an Inf (issue 50).
 
 While an enabled `catch nan` exists (only then: nothing is watched
 otherwise), every compiled graph whose code can be watched (eager,
-aot_eager's forward: dynamo/graphs/stepping.py's runnable_graph) has its
-code watched (GraphWatches), those compiled so far and, at each compile's
-end, the new ones. A lazy GraphModule (AOT's) makes its code at its first
+aot_eager's forward, inductor's output code: dynamo/graphs/stepping.py's
+runnable_graph) has its code watched (GraphWatches), those compiled so far
+and, as dynamo adds generated code, the new ones; aot_eager's backwards
+through catch backward's watch of CompiledFunction.backward
+(graph_backward.py), each backward's code as it starts. inductor: after
+each kernel step, the buffers it wrote. A lazy GraphModule (AOT's) makes its code at its first
 call: `_LazyGraphModule._lazy_forward` is watched until it has, then its
 code. At each line of a watched graph's frame, the node(s) that ran since
 the last line are checked (dynamo/graphs/nan_check.py: one isfinite per
@@ -74,6 +77,9 @@ class NanCatcher:
         self._graphs: dict[int, SteppedGraph] = {}    # id(code) -> its graph, watched
         self._lazy: dict[int, GraphCode] = {}         # id(gm) -> its graph, code not made yet
         self._lazy_code: types.CodeType | None = None  # _lazy_forward's, watched while _lazy
+        # a backward starting whose GraphModule is compiled in this call: any
+        # call is offered (the None watch) until its code starts, or the call ends
+        self._backward: GraphCode | None = None
         self._seen: dict[str, int] = {}               # global -> id(value) looked at
         self._runs: dict[int, _Run] = {}              # id(frame) -> its run so far
         self._said: set[str] = set()
@@ -116,11 +122,32 @@ class NanCatcher:
                 break
         return [line for line in said if self._once(line)]
 
+    def wants_backward(self) -> bool:
+        return self.armed
+
+    def backward_starts(self, graph: GraphCode) -> None:
+        """catch backward's watch (graph_backward.py): a compiled backward
+        starts; its GraphModule's code, watched (made in this call: any
+        call is offered until it starts)."""
+        if graph.gm is not None:
+            self._watch(graph)
+            return
+        if self._backward is None and not self._watches().watch_graph(None, self):
+            return
+        self._backward = graph
+
+    def backward_ends(self) -> None:
+        if self._backward is not None:
+            self._backward = None
+            self._watches().unwatch_graph(None, self)
+
     def _watch(self, graph: SteppedGraph) -> bool:
         code = graph.code
         if code is None and isinstance(graph, GraphCode):
             code = nan_check.made_forward_code(graph.gm)
         if code is not None:
+            if id(code) in self._graphs:
+                return True     # a backward's, again
             graph.code = code
             self._graphs[id(code)] = graph
             return self._watches().watch_graph(code, self)
@@ -140,6 +167,7 @@ class NanCatcher:
             watches.unwatch_graph(graph.code, self)
         if self._lazy_code is not None:
             watches.unwatch_graph(self._lazy_code, self)
+        self.backward_ends()
         self._graphs.clear()
         self._lazy.clear()
         self._seen.clear()
@@ -164,7 +192,13 @@ class NanCatcher:
             return id(frame.f_locals.get("self")) in self._lazy
         graph = self._graphs.get(id(code))
         if graph is None:
-            return False
+            graph = self._backward
+            if graph is None or not graph.is_frame(frame):
+                return False
+            # the backward's code, from now on (GraphWatches moves this watch onto it)
+            self._backward = None
+            graph.code = code
+            self._graphs[id(code)] = graph
         self._runs[id(frame)] = _Run(graph, 0, [])
         return True
 

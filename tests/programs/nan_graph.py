@@ -49,7 +49,39 @@ def inputs(step):
     return x, w
 
 
+def g(x, w):
+    """Finite forward, an Inf in the backward: sqrt's gradient at 0."""
+    r = torch.sqrt(torch.relu(x @ w))
+    return (r * 3).sum()
+
+
+def train(backend):
+    """`train BACKEND`: g's gradient, compiled; then the eager account: the
+    gradient reaching sqrt's input (what sqrt's backward computes), its Inf and NaN."""
+    compiled = torch.compile(g, backend=backend)
+    for step in range(2):
+        x, w = inputs(step)
+        x.requires_grad_(True)
+        compiled(x, w).backward()
+        print(f"train step {step}: {x.grad.tolist()}")
+    print("--- eager ---")
+    for step in range(2):
+        x, w = inputs(step)
+        x.requires_grad_(True)
+        inner = torch.relu(x @ w)
+        seen = []
+        inner.register_hook(lambda grad: seen.append(grad.detach().clone()))
+        (torch.sqrt(inner) * 3).sum().backward()
+        grad = seen[0]
+        line = next(i for i, text in enumerate(open(__file__), 1) if "torch.sqrt(torch.relu" in text)
+        print(f"step {step} first sqrt {line} nan {torch.nonzero(torch.isnan(grad)).tolist()} "
+              f"inf {torch.nonzero(torch.isinf(grad)).tolist()} of {grad.numel()}")
+    print("--- end ---")
+
+
 def main():
+    if sys.argv[1:2] == ["train"]:
+        return train(sys.argv[2])
     for backend in (sys.argv[1] if len(sys.argv) > 1 else "eager").split(","):
         torch._dynamo.reset()
         compiled = torch.compile(f, backend=backend)

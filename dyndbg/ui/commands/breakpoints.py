@@ -250,10 +250,11 @@ class BreakpointCommands:
         elements are bad; s steps on from the next node. Eager and
         aot_eager forward graphs node by node; inductor graphs kernel by
         kernel: after each kernel, the buffers it wrote (a fused kernel is
-        named with the nodes inductor records for it); graphs compiled so
-        far and later (the settrace mechanism); backwards are not checked
-        yet. Nothing is checked while it is unset or disabled; set, one
-        check per node or kernel output. Listed, disabled and cleared like
+        named with the nodes inductor records for it); aot_eager's compiled
+        backwards node by node (through catch backward's watch); graphs
+        compiled so far and later (the settrace mechanism). Nothing is
+        checked while it is unset or disabled; set, one check per node or
+        kernel output. Listed, disabled and cleared like
         breakpoints."""
         event, _, rest = arg.strip().partition(" ")
         rest = rest.strip()
