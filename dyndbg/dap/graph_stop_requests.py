@@ -62,15 +62,14 @@ def user_place(stop: GraphStop) -> tuple[str, int] | None:
 
 def step_inputs(stop: GraphStop) -> list[tuple[str, object]]:
     """What the node (or the inductor step) about to run takes, as held now."""
+    found = stop.found
+    if found is not None:       # `catch nan`: after the node ran, its inputs as before it and its output
+        return [*found.inputs, (found.output, found.value)]  # type: ignore[attr-defined]  # a NanFound
     held = stop.frame.f_locals
     graph = stop.graph
     if isinstance(graph, OutputCodeGraph):
         names = [*stop.node.reads, *stop.node.writes]  # type: ignore[attr-defined]  # a CodeStep
         return [(name, held[name]) for name in dict.fromkeys(names) if name in held]
-    found = stop.found
-    if found is not None:       # `catch nan`: after the node ran, its inputs as before it and its output
-        inputs = found.inputs  # type: ignore[attr-defined]  # a NanFound
-        return [*inputs, (stop.node.name, found.value)]  # type: ignore[attr-defined]  # an FX node, a NanFound
     step = node_step(graph, stop.node, held)
     return [(name, value) for name, value in step.inputs if value is not MISSING]
 
