@@ -188,3 +188,27 @@ def test_catch_nan_in_an_aot_backward(tmp_path: Path) -> None:
     position = int(re.search(r" after node (\d+)/", head)[1])  # type: ignore[index]
     assert re.match(rf"\[backward of graph \d+ aot_eager\] node {position + 1}/", after[0]), after
     assert run.stdout == plain.stdout
+
+
+def test_catch_nan_at_the_outputs_of_a_graph_with_no_way_in(tmp_path: Path) -> None:
+    """A backend returning a function of its own: one line says so, and the
+    stop is at the generated instruction after the graph's call, naming
+    the graph's output and its bad elements, those of the program's own
+    output (plain run) in each bad step."""
+    plain = run_plain(PROGRAM, "opaque")
+    run = _run("opaque", ["catch nan", "c", "c", "c"], tmp_path)
+    lines = run.transcript.splitlines()
+    said = [x for x in lines if "gives no way in" in x and x.startswith("dyndbg: catch nan: ")]
+    assert len(said) == 1 and said[0].endswith("its outputs are checked after its call instead"), \
+        run.transcript[-3000:]
+    stops = [i for i, x in enumerate(lines) if re.fullmatch(r"Catchpoint 1 \(nan\), hit \d+", x)]
+    assert [lines[i] for i in stops] == ["Catchpoint 1 (nan), hit 1", "Catchpoint 1 (nan), hit 2"]
+    for step, i in zip((1, 2), stops):
+        output = next(x for x in plain.stdout.splitlines() if x.startswith(f"opaque step {step}: "))
+        values = output.split(": ", 1)[1].strip("[]").split(", ")
+        nan = [[k] for k, v in enumerate(values) if v == "nan"]
+        assert re.fullmatch(r"graph \d+ output 0 holds nan \(its backend gives no way in: "
+                            r"checked after its call\)", lines[i + 1]), lines[i + 1]
+        assert _bad_lines(lines[i + 2:i + 3]) == {"nan": (nan[:3], len(nan), len(values))}
+        assert lines[i + 3].startswith("> f ["), lines[i + 3]      # generated code, after the call
+    assert run.stdout == plain.stdout

@@ -266,9 +266,9 @@ class Engine:
 
     def _resume_with(self, mode: Mode) -> None:
         self.mode = mode
+        self._sync_backward_catch()     # before retrace: catch nan may arm generated code
         self.tracer.retrace()
         self.hooks.set_callback_active(self._wants_callback())
-        self._sync_backward_catch()
 
     def _sync_backward_catch(self) -> None:
         """A `catch backward` or `catch nan` set, disabled or cleared: watched
@@ -336,11 +336,11 @@ class Engine:
     def _code_added(self, entry: GeneratedCode) -> None:
         """New generated code: breakpoints number their places in it (gdb's
         N.M) as it appears, and the mechanism sets its events."""
-        self.breakpoints.at_code(entry, self.info_for(entry))
-        self.tracer.code_added(entry)
         self._compiles += 1
         if self.nan_catch.armed:    # its graph, installed as dynamo made the code: watched
             self._sync_backward_catch()
+        self.breakpoints.at_code(entry, self.info_for(entry))
+        self.tracer.code_added(entry)
 
     def _suspend(self) -> None:
         self.tracer.suspend()

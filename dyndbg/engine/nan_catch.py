@@ -81,6 +81,7 @@ class NanCatcher:
         # call is offered (the None watch) until its code starts, or the call ends
         self._backward: GraphCode | None = None
         self._seen: dict[str, int] = {}               # global -> id(value) looked at
+        self._opaque: set[str] = set()                # globals with no way in
         self._runs: dict[int, _Run] = {}              # id(frame) -> its run so far
         self._said: set[str] = set()
         # id(graph) -> line -> (its node's index, its inputs' names)
@@ -113,13 +114,20 @@ class NanCatcher:
                 graph = runnable_graph(name, value, self.backend_of(name))
             except NoWayIn as why:
                 said.append(f"dyndbg: catch nan: {str(why).replace('; stepping over', '')}; "
-                            "its nodes are not checked")
+                            "its outputs are checked after its call instead")
+                self._opaque.add(name)
                 continue
             if not self._watch(graph):
                 said.append(f"dyndbg: catch nan: watching a graph needs the settrace mechanism "
                             f"for now (DYNDBG_TRACER=settrace; this is {self._watches().name}); "
                             "nothing is checked")
                 break
+        for bp in self.catchpoints():     # checked in generated code (targets.py)
+            target = bp.target
+            assert isinstance(target, NanCatchTarget)
+            if target.opaque != self._opaque:
+                target.opaque = set(self._opaque)
+                self.breakpoints.changed()
         return [line for line in said if self._once(line)]
 
     def wants_backward(self) -> bool:
@@ -171,6 +179,7 @@ class NanCatcher:
         self._graphs.clear()
         self._lazy.clear()
         self._seen.clear()
+        self._opaque.clear()
         self._runs.clear()
         self._lines.clear()
         self._lazy_code = None

@@ -51,6 +51,14 @@ def bad_values(value: object) -> list[BadValues]:
     return out
 
 
+def bad_outputs(result: object) -> list[tuple[int, BadValues]]:
+    """A graph's result (a tuple or list of outputs, or one value): each
+    output index with what is not finite in it."""
+    outputs = result if isinstance(result, (tuple, list)) else (result,)
+    return [(i, bad._replace(where="")) for i, value in enumerate(outputs)
+            for bad in bad_values(value)]
+
+
 def _bad(tensor: object, where: str) -> BadValues | None:
     import torch
 

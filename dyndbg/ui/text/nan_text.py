@@ -77,3 +77,15 @@ def kernel_lines(tag: str, step: CodeStep, index: int, count: int,
     lines.append(f"  out {output} = {value_text(value)}")
     lines += ["  " + line for line in bad_lines(bad)]
     return lines
+
+
+def output_lines(name: str, bad: list[tuple[int, BadValues]]) -> list[str]:
+    """A graph checked at its outputs (its backend gives no way in), after its call:
+    `graph 3 output 0 holds nan and inf`, then the bad elements."""
+    from dyndbg.dynamo.names import graph_number
+    lines = []
+    for index, values in bad:
+        lines.append(f"graph {graph_number(name)} output {index} holds {kinds([values])} "
+                     "(its backend gives no way in: checked after its call)")
+        lines += ["  " + line for line in bad_lines([values])]
+    return lines
