@@ -16,7 +16,8 @@ from dyndbg.dap.protocol import RequestError
 from dyndbg.dynamo.compiles import GeneratedCode
 from dyndbg.engine.breakpoints import Breakpoint
 from dyndbg.engine.targets import (BackwardCatchTarget, CatchTarget, InstructionTarget,
-                                   LineTarget, NanCatchTarget, Target)
+                                   LineTarget, Target)
+from dyndbg.engine.nan_catch import NanCatchTarget
 from dyndbg.ui.text.parsing import CommandError, check_condition, named_target
 
 if TYPE_CHECKING:

@@ -23,6 +23,7 @@ what it computes. An input of the node is held from the line before it ran
 from __future__ import annotations
 
 import types
+from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
 from dyndbg.dynamo.graphs import nan_check
@@ -33,7 +34,10 @@ from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable
 from dyndbg.engine.graph_stepping import GraphStepper
 from dyndbg.engine.graph_watches import GraphWatches
 from dyndbg.engine.stop import GraphStop, HeldStop, StopReason
-from dyndbg.engine.targets import NanCatchTarget
+from dyndbg.cpython import CALL_OPNAMES
+from dyndbg.dynamo.compiles import GeneratedCode
+from dyndbg.engine.codeinfo import CodeInfo, Instr
+from dyndbg.engine.targets import CatchTarget, StackReader, _called_function
 
 COMPUTED = ("call_function", "call_method", "call_module")
 
@@ -48,6 +52,66 @@ class NanFound(NamedTuple):
     output: str
     value: object
     bad: list[nan_check.BadValues]
+
+
+@dataclass
+class NanCatchTarget(CatchTarget):
+    """`catch nan`: stop right after the first node of a compiled graph whose
+    output holds a NaN or an Inf (engine/nan_catch.py). A graph whose
+    backend gives no way in (its global's name in `opaque`) is checked at
+    its outputs instead, in generated code: its call is confirmed on the
+    stack, and the instruction after it stops where the result holds one."""
+
+    event: str = "nan"
+    graph_time = True
+    checked_when_reached = True
+    opaque: set[str] = field(default_factory=set)     # graph globals with no way in
+    # id(frame) -> (graph global, offset of the instruction after its call)
+    _called: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # id(code) -> offset of a call -> offset of the instruction after it
+    _after: dict[int, dict[int, int]] = field(default_factory=dict)
+    # what the last stop found: (graph global, [(output index, bad values)])
+    found: tuple[str, list] | None = None
+
+    def offsets(self, entry: GeneratedCode, info: CodeInfo) -> set[int]:
+        if not self.opaque or not any(n in self.opaque for n in entry.code.co_names):
+            return set()
+        out: set[int] = set()
+        after = self._after.setdefault(id(entry.code), {})
+        instructions = info.instructions
+        for i, instr in enumerate(instructions[:-1]):
+            if instr.opname in CALL_OPNAMES:
+                after[instr.offset] = instructions[i + 1].offset
+                out |= {instr.offset, instructions[i + 1].offset}
+        return out
+
+    def confirm(self, frame: types.FrameType, entry: GeneratedCode, instr: Instr,
+                stack: StackReader) -> bool:
+        if instr.opname in CALL_OPNAMES:
+            function = _called_function(instr, stack)
+            name = next((n for n in frame.f_code.co_names if n in self.opaque
+                         and function is not None and frame.f_globals.get(n) is function), None)
+            after = self._after.get(id(frame.f_code), {}).get(instr.offset)
+            if name is not None and after is not None:
+                self._called[id(frame)] = (name, after)
+            return False
+        called = self._called.get(id(frame))
+        if called is None or called[1] != instr.offset:
+            return False
+        del self._called[id(frame)]
+        from dyndbg.dynamo.graphs.nan_check import bad_outputs
+        values = stack()
+        if not values:
+            return False
+        bad = bad_outputs(values[-1])
+        if not bad:
+            return False
+        self.found = (called[0], bad)
+        return True
+
+    def describe(self) -> str:
+        return "catch nan"
+
 
 
 class _Run(NamedTuple):

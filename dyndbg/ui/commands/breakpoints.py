@@ -8,8 +8,9 @@ from typing import Iterable
 from dyndbg.dynamo.names import GRAPH_NAME, graph_number
 from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable, Location
 from dyndbg.engine.targets import (BackwardCatchTarget, CatchTarget, FunctionTarget,
-                                  InstructionTarget, LineTarget, NanCatchTarget, Target,
-                                  CompileCatchTarget, main_module_name)
+                                  InstructionTarget, LineTarget, Target, CompileCatchTarget,
+                                  main_module_name)
+from dyndbg.engine.nan_catch import NanCatchTarget
 from dyndbg.engine.compile_stepping import compile_line_target
 from dyndbg.ui.commands.host import Host
 from dyndbg.ui.text.parsing import (CommandError, InstructionSpec, Place, check_condition,
