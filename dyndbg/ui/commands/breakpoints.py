@@ -253,12 +253,11 @@ class BreakpointCommands:
         kernel: after each kernel, the buffers it wrote (a fused kernel is
         named with the nodes inductor records for it); aot_eager's compiled
         backwards node by node (through catch backward's watch); a graph
-        whose backend gives no way in at its outputs, one line says so: a
+        whose backend gives no way in at its outputs (one line says so): a
         stop at the generated instruction after its call, naming the
-        output; graphs compiled so far and later (the settrace
-        mechanism). Nothing is
-        checked while it is unset or disabled; set, one check per node or
-        kernel output. Listed, disabled and cleared like
+        output; graphs compiled so far and later (the settrace mechanism).
+        Nothing is checked while it is unset or disabled; set, one check
+        per node or kernel output. Listed, disabled and cleared like
         breakpoints."""
         event, _, rest = arg.strip().partition(" ")
         rest = rest.strip()
