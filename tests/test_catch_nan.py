@@ -212,3 +212,91 @@ def test_catch_nan_at_the_outputs_of_a_graph_with_no_way_in(tmp_path: Path) -> N
         assert _bad_lines(lines[i + 2:i + 3]) == {"nan": (nan[:3], len(nan), len(values))}
         assert lines[i + 3].startswith("> f ["), lines[i + 3]      # generated code, after the call
     assert run.stdout == plain.stdout
+
+
+class _FakeTracer:
+    """A mechanism as settrace.py holds watches: one events a code (None: any
+    code), moved onto the frame's code where the None watch takes a frame."""
+
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.graphs: dict = {}
+
+    def watch_graph(self, code, events) -> bool:
+        self.graphs[None if code is None else id(code)] = events
+        return True
+
+    def unwatch_graph(self, code) -> None:
+        self.graphs.pop(None if code is None else id(code), None)
+
+    def run(self, frame, lines: int) -> None:
+        events = self.graphs.get(id(frame.f_code))
+        keyed = events is not None
+        events = events if keyed else self.graphs.get(None)
+        if events is None or not events.on_graph_start(frame):
+            return
+        if not keyed and self.graphs.get(None) is events:
+            self.graphs[id(frame.f_code)] = self.graphs.pop(None)
+        for _ in range(lines):
+            (self.graphs.get(id(frame.f_code)) or self.graphs.get(None)).on_graph_line(frame)
+        (self.graphs.get(id(frame.f_code)) or self.graphs.get(None)).on_graph_return(frame)
+
+
+class _Watcher:
+    def __init__(self, name: str, log: list, takes=lambda frame: True, adopt=None) -> None:
+        self.name, self.log, self.takes, self.adopt = name, log, takes, adopt
+
+    def on_graph_start(self, frame) -> bool:
+        return self.takes(frame)
+
+    def on_graph_line(self, frame) -> None:
+        self.log.append(self.name)
+        if self.adopt is not None:
+            self.adopt(frame)
+            self.adopt = None
+
+    def on_graph_return(self, frame) -> None:
+        self.log.append(self.name + " returns")
+
+
+def test_graph_watches_serve_several_watchers_of_one_code() -> None:
+    """GraphWatches (catch nan, the stepper, catch backward on one code):
+    catch nan first; a None watch (a code made as it starts) moved onto the
+    frame's code without taking the code's own dispatcher; unwatching one
+    leaves the others; one adopted during a line gets that line too."""
+    import sys
+    from dyndbg.engine.graph_watches import GraphWatches
+
+    tracer = _FakeTracer()
+    watches = GraphWatches(lambda: tracer)      # type: ignore[arg-type,return-value]
+    log: list[str] = []
+    frame = sys._getframe()
+    stepper = _Watcher("stepper", log)
+    nan = _Watcher("nan", log, adopt=lambda f: watches.adopt(f, late))
+    late = _Watcher("late", log)
+    watches.first = nan
+    assert watches.watch_graph(None, stepper)            # lazy: its code not made yet
+    assert watches.watch_graph(frame.f_code, nan)
+    tracer.run(frame, 2)
+    assert log == ["nan", "stepper", "late", "nan", "stepper", "late",
+                   "nan returns", "stepper returns", "late returns"]
+    # the None watch moved onto the code; the code's dispatcher kept, no None left
+    assert None not in tracer.graphs and id(frame.f_code) in tracer.graphs
+    assert watches.shared(frame, nan) is False          # the frame has returned
+    watches.unwatch_graph(frame.f_code, stepper)
+    assert id(frame.f_code) in tracer.graphs            # nan still watches it
+    log.clear()
+    tracer.run(frame, 1)
+    assert log == ["nan", "nan returns"]
+    watches.unwatch_graph(frame.f_code, nan)
+    assert tracer.graphs == {}
+    # a None watch alone: the frame's code gets a dispatcher of its own
+    alone = GraphWatches(lambda: tracer)      # type: ignore[arg-type,return-value]
+    log.clear()
+    assert alone.watch_graph(None, stepper)
+    tracer.run(frame, 1)
+    assert log == ["stepper", "stepper returns"]
+    assert list(tracer.graphs) == [id(frame.f_code)]
+    alone.unwatch_graph(frame.f_code, stepper)
+    assert tracer.graphs == {}

@@ -102,6 +102,8 @@ class GraphWatches:
                     self._dispatch[None] = again
                 else:
                     self._tracer().unwatch_graph(None)
+            elif None not in self._watchers and self._dispatch.pop(None, None) is not None:
+                self._tracer().unwatch_graph(None)     # nobody waits on any code now
         return True
 
     def _line(self, frame: types.FrameType) -> None:
