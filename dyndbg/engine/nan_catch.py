@@ -1,20 +1,24 @@
-"""`catch nan`: stop right after the first FX node whose output holds a NaN
-or an Inf (issue 50).
+"""`catch nan`: stop right after the first FX node (or inductor kernel)
+whose output holds a NaN or an Inf (issue 50).
 
 While an enabled `catch nan` exists (only then: nothing is watched
 otherwise), every compiled graph whose code can be watched (eager,
 aot_eager's forward, inductor's output code: dynamo/graphs/stepping.py's
 runnable_graph) has its code watched (GraphWatches), those compiled so far
-and, as dynamo adds generated code, the new ones; aot_eager's backwards
-through catch backward's watch of CompiledFunction.backward
-(graph_backward.py), each backward's code as it starts. inductor: after
-each kernel step, the buffers it wrote. A lazy GraphModule (AOT's) makes its code at its first
-call: `_LazyGraphModule._lazy_forward` is watched until it has, then its
-code. At each line of a watched graph's frame, the node(s) that ran since
-the last line are checked (dynamo/graphs/nan_check.py: one isfinite per
-floating tensor); the first with a NaN or an Inf is a GraphStop (reason
+and, as dynamo adds generated code, the new ones. A lazy GraphModule
+(AOT's) makes its code at its first call: `_LazyGraphModule._lazy_forward`
+is watched until it has, then its code. aot_eager's backwards come through
+catch backward's watch of CompiledFunction.backward (graph_backward.py),
+each backward's code watched as it starts.
+
+At each line of a watched graph's frame, the node(s) that ran since the
+last line are checked (dynamo/graphs/nan_check.py: one sum a floating
+tensor, isfinite where it is not finite); inductor: the buffers each
+kernel step wrote. The first with a NaN or an Inf is a GraphStop (reason
 BREAKPOINT, the catchpoint in it), once per run of the graph; `s` from
-there steps the graph on from the next node (GraphStepper.adopt).
+there steps the graph on from the next node (GraphStepper.adopt). A graph
+whose backend gives no way in is checked at its outputs in generated code
+(NanCatchTarget): the instruction after its call stops.
 
 The values are read from the graph frame's locals only: the graph computes
 what it computes. An input of the node is held from the line before it ran
@@ -26,17 +30,17 @@ import types
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
+from dyndbg.cpython import CALL_OPNAMES
+from dyndbg.dynamo.compiles import GeneratedCode
 from dyndbg.dynamo.graphs import nan_check
 from dyndbg.dynamo.graphs.inductor_steps import OutputCodeGraph
 from dyndbg.dynamo.graphs.output_code import StepKind
 from dyndbg.dynamo.graphs.stepping import GraphCode, NoWayIn, SteppedGraph, runnable_graph
 from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable
+from dyndbg.engine.codeinfo import CodeInfo, Instr
 from dyndbg.engine.graph_stepping import GraphStepper
 from dyndbg.engine.graph_watches import GraphWatches
 from dyndbg.engine.stop import GraphStop, HeldStop, StopReason
-from dyndbg.cpython import CALL_OPNAMES
-from dyndbg.dynamo.compiles import GeneratedCode
-from dyndbg.engine.codeinfo import CodeInfo, Instr
 from dyndbg.engine.targets import CatchTarget, StackReader, _called_function
 
 COMPUTED = ("call_function", "call_method", "call_module")
