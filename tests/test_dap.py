@@ -46,7 +46,8 @@ def test_launch_stops_on_entry_with_the_stack_the_cli_shows(dap, tmp_path):
     for name in BOOLEAN_CAPABILITIES:
         assert caps.get(name) is True, f"{name}: {caps.get(name)!r}"
     filters = {f["filter"]: f.get("default", False) for f in caps["exceptionBreakpointFilters"]}
-    assert filters == {"stepped": True, "raised": False, "postMortem": False, "backward": False}, caps
+    assert filters == {"stepped": True, "raised": False, "postMortem": False, "backward": False,
+                       "nan": False}, caps
     dap.start("launch", {"program": str(GRAPH_BREAK), "cwd": str(ROOT), "stopOnEntry": True})
     stop = dap.stopped(reason="entry")
     assert stop["threadId"] == 1 and stop.get("allThreadsStopped", False) is False, stop

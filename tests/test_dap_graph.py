@@ -181,3 +181,42 @@ def test_a_gutter_breakpoint_on_a_line_inside_a_graph_stops_at_its_first_node(da
                  if op not in ("placeholder", "output") and where == f"{LINES}:{line}")
     assert found[4] == first, (found[4], first)
     assert out == run_plain(LINES, "eager", "split").stdout
+
+
+NAN = ROOT / "tests" / "programs" / "nan_graph.py"
+NAN_STOP = re.compile(r"\[graph (\d+) eager forward\] after node (\d+)/(\d+) (\w+): ")
+
+
+def test_the_nan_filter_stops_after_the_node_that_made_it(dap):
+    """The node named is the program's own eager account's first non-finite
+    op, at its line; its value in 'Node inputs'; next steps to the node
+    after it; the output is a plain run's."""
+    caps = dap.initialize()
+    assert "nan" in [f["filter"] for f in caps["exceptionBreakpointFilters"]], caps
+    plain = run_plain(NAN, "eager").stdout
+    first = re.search(r"^step 1 first (\w+) (\d+) ", plain, re.M)
+    assert first is not None, plain
+    dap.start("launch", {"program": str(NAN), "cwd": str(ROOT), "args": ["eager"],
+                         "stopOnEntry": True})
+    dap.stopped(reason="entry")
+    dap.client.ok("setExceptionBreakpoints", {"filters": ["stepped", "nan"]})
+    mark = dap.client.mark()
+    dap.client.ok("continue", {"threadId": dap.thread})
+    stop = dap.stopped(after=mark)
+    found = NAN_STOP.match(stop.get("description", ""))
+    assert found is not None, stop
+    frames = dap.frames()
+    assert os.path.samefile(frames[0]["source"]["path"], NAN) and \
+        frames[0]["line"] == int(first[2]), frames[0]
+    scopes = dap.client.ok("scopes", {"frameId": frames[0]["id"]})["scopes"]
+    inputs = next(s for s in scopes if s["name"] == "Node inputs")
+    shown = {v["name"]: v["value"] for v in dap.client.ok(
+        "variables", {"variablesReference": inputs["variablesReference"]})["variables"]}
+    assert "nan" in shown[found[4]], shown
+    stop = dap.step("next")
+    after = GRAPH_STOP.match(stop.get("description", ""))
+    assert after is not None and int(after[2]) == int(found[2]) + 1, stop
+    dap.client.ok("setExceptionBreakpoints", {"filters": ["stepped"]})   # no more
+    dap.client.ok("continue", {"threadId": dap.thread})
+    dap.wait_end(0)
+    assert dap.client.output("stdout") == plain

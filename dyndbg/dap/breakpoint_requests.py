@@ -17,6 +17,7 @@ from dyndbg.dynamo.compiles import GeneratedCode
 from dyndbg.engine.breakpoints import Breakpoint
 from dyndbg.engine.targets import (BackwardCatchTarget, CatchTarget, InstructionTarget,
                                    LineTarget, Target)
+from dyndbg.engine.nan_catch import NanCatchTarget
 from dyndbg.ui.text.parsing import CommandError, check_condition, named_target
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ class BreakpointRequests:
         self._pending: set[int] = set()          # answered unverified, not bound yet
         self._catch: int | None = None           # the "raised" filter's catchpoint
         self._backward: int | None = None        # the "backward" filter's catchpoint
+        self._nan: int | None = None             # the "nan" filter's catchpoint
 
     @property
     def table(self):
@@ -122,6 +124,8 @@ class BreakpointRequests:
                                        lambda: CatchTarget("exception"))
         self._backward = self._catchpoint(ExceptionFilter.BACKWARD.value in filters,
                                           self._backward, BackwardCatchTarget)
+        self._nan = self._catchpoint(ExceptionFilter.NAN.value in filters, self._nan,
+                                     NanCatchTarget)
         self.requests.engine.keep_failed_calls = ExceptionFilter.POST_MORTEM.value in filters
         self._rearm()
         return {"breakpoints": [{"verified": True} for _ in filters]}

@@ -10,6 +10,7 @@ class ExceptionFilter(str, Enum):
     RAISED = "raised"            # `catch exception`: raised in any generated code
     POST_MORTEM = "postMortem"   # --post-mortem: the program failed through generated code
     BACKWARD = "backward"        # `catch backward`: a compiled graph's backward starts
+    NAN = "nan"                  # `catch nan`: a compiled graph's node made a NaN or an Inf
 
 
 EXCEPTION_FILTERS = [
@@ -27,6 +28,10 @@ EXCEPTION_FILTERS = [
      "label": "Compiled backward starts (catch backward)",
      "description": "stop before the first node of a compiled graph's backward inside "
                     "loss.backward() (aot_eager), then step its nodes"},
+    {"filter": ExceptionFilter.NAN.value, "default": False,
+     "label": "NaN or Inf in a compiled graph (catch nan)",
+     "description": "stop right after the first node of a compiled graph (eager, aot_eager "
+                    "forward) whose output holds a NaN or an Inf, then step its nodes"},
 ]
 
 CAPABILITIES = {

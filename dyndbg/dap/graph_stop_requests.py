@@ -62,6 +62,9 @@ def user_place(stop: GraphStop) -> tuple[str, int] | None:
 
 def step_inputs(stop: GraphStop) -> list[tuple[str, object]]:
     """What the node (or the inductor step) about to run takes, as held now."""
+    found = stop.found
+    if found is not None:       # `catch nan`: after the node ran, its inputs as before it and its output
+        return [*found.inputs, (found.output, found.value)]  # type: ignore[attr-defined]  # a NanFound
     held = stop.frame.f_locals
     graph = stop.graph
     if isinstance(graph, OutputCodeGraph):

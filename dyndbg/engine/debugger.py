@@ -35,6 +35,8 @@ from dyndbg.engine.compile_stepping import CompileStepper
 from dyndbg.engine.graph_stepping import GraphStepper
 from dyndbg.engine.graph_backward import BackwardCatcher
 from dyndbg.engine.graph_lines import GraphLineBreaks
+from dyndbg.engine.graph_watches import GraphWatches
+from dyndbg.engine.nan_catch import NanCatcher
 from dyndbg.dynamo.graphs.stepping import NoWayIn, runnable_graph
 from dyndbg.engine.tracing.tracer import Tracer
 from dyndbg.engine.tracing.choice import make_tracer
@@ -80,17 +82,29 @@ class Engine:
         self.compile_stops = CompileStepper(self.breakpoints, frontend, self.internal_error,
                                             self.held)
         # Stops inside a compiled graph, node by node (`s` at its call).
-        self.graph_steps = GraphStepper(lambda: self.tracer, frontend, self.held)
+        # Who watches which compiled graph's code (several at once), over the tracer.
+        self.graph_watches = GraphWatches(lambda: self.tracer)
+        self.graph_steps = GraphStepper(lambda: self.graph_watches, frontend, self.held)
         self._said_no_graph_mechanism = False   # a mechanism that cannot: said once a session
         # `catch backward`: watches AOT's CompiledFunction.backward while one is enabled.
         self.backward_catch = BackwardCatcher(
-            lambda: self.tracer, self.breakpoints, self.graph_steps, self.held, frontend.message,
+            lambda: self.graph_watches, self.breakpoints, self.graph_steps, self.held, frontend.message,
             _graph_backend, lambda frame, expr: self.conditions.evaluate(frame, expr, lambda: None))
         # `b FILE:LINE` inside compiled graphs: watches them while one is armed.
         self.graph_lines = GraphLineBreaks(
-            lambda: self.tracer, self.breakpoints, self.graph_steps, self.held, frontend.message,
+            lambda: self.graph_watches, self.breakpoints, self.graph_steps, self.held, frontend.message,
             self.registry, _graph_backend,
             lambda frame, expr: self.conditions.evaluate(frame, expr, lambda: None))
+        # `catch nan`: watches every steppable graph's code while one is enabled.
+        self.nan_catch = NanCatcher(
+            lambda: self.graph_watches, self.breakpoints, self.graph_steps, self.held, frontend,
+            frontend.message, _graph_backend, self.registry.is_generated,
+            lambda frame, expr: self.conditions.evaluate(frame, expr, lambda: None))
+        self.graph_watches.first = self.nan_catch
+        self.backward_catch.nan_wants = self.nan_catch.wants_backward
+        self.backward_catch.nan_start = self.nan_catch.backward_starts
+        self.backward_catch.nan_end = self.nan_catch.backward_ends
+        self._compiles = 0                  # generated code objects added so far
         self.snapshots = Snapshots()    # the stacks read, for exception stops and `up`
         self.failures = FailureLog()                   # for post_mortem()
         self.history = History()                       # `record on`: what ran, to step back
@@ -125,6 +139,7 @@ class Engine:
         self.graph_steps.finish()
         self.backward_catch.disarm()
         self.graph_lines.disarm()
+        self.nan_catch.disarm()
         self.hooks.uninstall()
         self.compile_stops.disarm()
         self.interrupts.restore()
@@ -257,13 +272,16 @@ class Engine:
 
     def _resume_with(self, mode: Mode) -> None:
         self.mode = mode
+        self._sync_backward_catch()     # before retrace: catch nan may arm generated code
         self.tracer.retrace()
         self.hooks.set_callback_active(self._wants_callback())
-        self._sync_backward_catch()
 
     def _sync_backward_catch(self) -> None:
-        """A `catch backward` or a `b FILE:LINE` inside a graph set, disabled or
-        cleared: watched from now on, or not."""
+        """A `catch backward`, `catch nan` or `b FILE:LINE` inside a graph set,
+        disabled or cleared: watched from now on, or not (catch nan watches
+        backwards through catch backward's watch)."""
+        for line in self.nan_catch.sync(self._compiles):
+            self.frontend.message(line)
         note = self.backward_catch.sync()
         if note:
             self.frontend.message(note)
@@ -328,6 +346,9 @@ class Engine:
     def _code_added(self, entry: GeneratedCode) -> None:
         """New generated code: breakpoints number their places in it (gdb's
         N.M) as it appears, and the mechanism sets its events."""
+        self._compiles += 1
+        if self.nan_catch.armed:    # its graph, installed as dynamo made the code: watched
+            self._sync_backward_catch()
         self.breakpoints.at_code(entry, self.info_for(entry))
         self.tracer.code_added(entry)
 

@@ -19,18 +19,19 @@ import types
 from typing import Callable
 
 from dyndbg.dynamo.graphs import backward
+from dyndbg.dynamo.graphs.backward import BackwardGraphCode
 from dyndbg.dynamo.graphs.stepping import NoWayIn
 from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable
 from dyndbg.engine.graph_stepping import GraphStepper
 from dyndbg.engine.stop import HeldStop
 from dyndbg.engine.targets import BackwardCatchTarget
-from dyndbg.engine.tracing.tracer import Tracer
+from dyndbg.engine.graph_watches import GraphWatches
 
 
 class BackwardCatcher:
     """Watches `CompiledFunction.backward` while `catch backward` is set."""
 
-    def __init__(self, tracer: Callable[[], Tracer], breakpoints: BreakpointTable,
+    def __init__(self, tracer: Callable[[], GraphWatches], breakpoints: BreakpointTable,
                  stepper: GraphStepper, held: HeldStop, message: Callable[[str], None],
                  backend_of: Callable[[str], str | None],
                  evaluate: Callable[[types.FrameType, str], object]) -> None:
@@ -46,6 +47,11 @@ class BackwardCatcher:
         self._said: set[str] = set()                 # lines said once a session
         # the backward being waited for: (CompiledFunction, global, graph number)
         self._waiting: tuple[type, str, int] | None = None
+        # `catch nan` (nan_catch.py): whether it checks backwards now, and told
+        # of each backward graph as it starts and of the end of its call
+        self.nan_wants: Callable[[], bool] = lambda: False
+        self.nan_start: Callable[[BackwardGraphCode], None] = lambda graph: None
+        self.nan_end: Callable[[], None] = lambda: None
 
     def catchpoints(self) -> list[Breakpoint]:
         return [bp for bp in self.breakpoints
@@ -57,7 +63,7 @@ class BackwardCatcher:
         if self._version == self.breakpoints.version:
             return ""
         self._version = self.breakpoints.version
-        wanted = bool(self.catchpoints())
+        wanted = bool(self.catchpoints()) or self.nan_wants()
         if wanted == (self._code is not None):
             return ""
         if not wanted:
@@ -79,7 +85,7 @@ class BackwardCatcher:
 
     def disarm(self) -> None:
         if self._code is not None:
-            self._tracer().unwatch_graph(self._code)
+            self._tracer().unwatch_graph(self._code, self)
             self._code = None
         self._version = -1
 
@@ -107,14 +113,20 @@ class BackwardCatcher:
         if found is None:
             return False
         name, number = found
+        nan = self.nan_wants()      # then its return is wanted too (nan_end)
+        if nan:
+            try:
+                self.nan_start(backward.backward_graph(cls, name, number, self.backend_of(name)))  # type: ignore[arg-type]  # found above
+            except NoWayIn:
+                pass    # said below where a catch backward names it
         reached = [bp for bp in self.catchpoints() if bp.target.matches(number)]  # type: ignore[attr-defined]  # a BackwardCatchTarget
         if not reached:
-            return False
+            return nan
         try:
             graph = backward.backward_graph(cls, name, number, self.backend_of(name))  # type: ignore[arg-type]  # found above
         except NoWayIn:
             self._no_way_in(cls, name, number)  # type: ignore[arg-type]  # found above
-            return False
+            return nan
 
         self._waiting = (cls, name, number)     # type: ignore[assignment]  # found above
 
@@ -122,7 +134,7 @@ class BackwardCatcher:
             return self.breakpoints.take([(bp, None) for bp in reached],
                                          lambda expr: self.evaluate(graph_frame, expr),
                                          self.message)
-        return self.stepper.enter(graph, frame, first)
+        return self.stepper.enter(graph, frame, first) or nan
 
     def on_graph_line(self, frame: types.FrameType) -> None:
         pass
@@ -130,6 +142,7 @@ class BackwardCatcher:
     def on_graph_return(self, frame: types.FrameType) -> None:
         """CompiledFunction.backward returns: a backward graph not entered
         (its code never ran) is no longer waited for."""
+        self.nan_end()
         if self.stepper.caller is frame:
             entered = self.stepper.inside
             self.stepper.leave()

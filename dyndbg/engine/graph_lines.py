@@ -8,7 +8,7 @@ Locations are found when the breakpoints change and after each compile
 (a pending breakpoint resolves when a graph holding its line is compiled).
 While no graph location is armed (enabled, of an enabled breakpoint) the
 tracing mechanism watches nothing; while one is, it watches only the codes
-of the graphs holding armed lines (Tracer.watch_graph), and in those frames
+of the graphs holding armed lines (GraphWatches.watch_graph), and in those frames
 only the lines up to the last armed node. At an armed node the breakpoint's
 hit is counted and its condition (the graph frame's node values as names)
 and ignore count applied; if it stops, the graph stepper
@@ -28,7 +28,7 @@ from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable, Location
 from dyndbg.engine.graph_stepping import GraphStepper
 from dyndbg.engine.stop import HeldStop
 from dyndbg.engine.targets import LineTarget
-from dyndbg.engine.tracing.tracer import Tracer
+from dyndbg.engine.graph_watches import GraphWatches
 
 
 class GraphKey(NamedTuple):
@@ -53,7 +53,7 @@ def _line_target(bp: Breakpoint) -> bool:
 class GraphLineBreaks:
     """Watches the graphs holding armed line breakpoints (GraphEvents)."""
 
-    def __init__(self, tracer: Callable[[], Tracer], breakpoints: BreakpointTable,
+    def __init__(self, tracer: Callable[[], GraphWatches], breakpoints: BreakpointTable,
                  stepper: GraphStepper, held: HeldStop, message: Callable[[str], None],
                  registry: Registry, backend_of: Callable[[str], str | None],
                  evaluate: Callable[[types.FrameType, str], object]) -> None:
@@ -147,13 +147,13 @@ class GraphLineBreaks:
             codes[None if code is None else id(code)] = code
         for key, code in self._watching.items():
             if key not in codes:
-                tracer.unwatch_graph(code)
+                tracer.unwatch_graph(code, self)
         self._watching = {}
         for key, code in codes.items():
             if not tracer.watch_graph(code, self):
-                return self._once("dyndbg: a breakpoint inside a graph needs the settrace "
-                                  "mechanism for now (DYNDBG_TRACER=settrace; this is "
-                                  f"{tracer.name}); it will not stop there")
+                return self._once(f"dyndbg: the tracing mechanism ({tracer.name}) cannot "
+                                  "watch this graph's code: a breakpoint inside it will not "
+                                  "stop there")
             self._watching[key] = code
         return ""
 
@@ -184,7 +184,7 @@ class GraphLineBreaks:
     def disarm(self) -> None:
         tracer = self._tracer()
         for code in self._watching.values():
-            tracer.unwatch_graph(code)
+            tracer.unwatch_graph(code, self)
         self._watching = {}
         self._armed = {}
         self._seen = (-1, -1)

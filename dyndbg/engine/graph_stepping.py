@@ -19,7 +19,7 @@ from typing import Callable, Protocol
 from dyndbg.dynamo.graphs.stepping import SteppedGraph
 from dyndbg.engine.breakpoints import Breakpoint
 from dyndbg.engine.stop import GraphStop, HeldStop, StopReason
-from dyndbg.engine.tracing.tracer import Tracer
+from dyndbg.engine.graph_watches import GraphWatches
 
 
 class GraphFrontend(Protocol):
@@ -29,7 +29,7 @@ class GraphFrontend(Protocol):
 class GraphStepper:
     """The graph entered by `s` at its call, while it runs (one at a time)."""
 
-    def __init__(self, tracer: Callable[[], Tracer], frontend: GraphFrontend,
+    def __init__(self, tracer: Callable[[], GraphWatches], frontend: GraphFrontend,
                  held: HeldStop) -> None:
         self._tracer = tracer
         self.frontend = frontend
@@ -61,19 +61,27 @@ class GraphStepper:
         """`r`/`c` in the graph: no more stops in it; it runs to its end."""
         self.stepping = False
         frame = self.frame
-        if frame is not None:
+        if frame is not None and not self._tracer().shared(frame, self):
             frame.f_trace_lines = False
         self.leave(frame)
 
     def leave(self, running: types.FrameType | None = None) -> None:
         graph = self.graph
         if graph is not None:
-            self._tracer().unwatch_graph(graph.code)
+            self._tracer().unwatch_graph(graph.code, self)
         self.graph = self.caller = self.frame = None
         self.stepping = False
         self.first = None
         if graph is not None and self.on_leave is not None:
             self.on_leave(graph, running)
+
+    def adopt(self, graph: SteppedGraph, caller: types.FrameType | None,
+              frame: types.FrameType) -> None:
+        """Step on in `frame`, a run of `graph` under way (`catch nan` stopped
+        in it): its next node's line stops if the stop ends with `s`."""
+        self.leave()
+        self._tracer().adopt(frame, self)
+        self.graph, self.caller, self.frame, self.stepping = graph, caller, frame, True
 
     @property
     def inside(self) -> bool:

@@ -107,6 +107,8 @@ class GraphStop:
     caller: types.FrameType | None
     reason: StopReason = StopReason.STEP
     breakpoints: list[Breakpoint] = field(default_factory=list)
+    # `catch nan`: after `node` ran, what it found (engine/nan_catch.py's NanFound)
+    found: object = None
 
     @property
     def tag(self) -> str:

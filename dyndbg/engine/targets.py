@@ -15,6 +15,8 @@ dynamo compiles matching code.
   generated code: they arm no instruction
 - BackwardCatchTarget: `catch backward [N]`: stops inside a compiled
   backward (graph_backward.py), never in generated code
+- NanCatchTarget (nan_catch.py): `catch nan`: stops after a graph's node
+  made a NaN or an Inf, or after the call of a graph with no way in
 - MarkerTarget: torch's `<BREAKPOINT>` markers (breakpoint 0, built in)
 """
 from __future__ import annotations

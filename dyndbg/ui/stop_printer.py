@@ -12,6 +12,7 @@ from dyndbg.ui.commands import kernel_stops
 from dyndbg.engine.stop import Stop, StopReason
 from dyndbg.ui.text import boundaries, graph_steps, render
 from dyndbg.ui.commands.breakpoints import deleted_at_stop
+from dyndbg.ui.text import nan_text
 from dyndbg.ui.commands.host import Host
 from dyndbg.ui.text.values import exception_text
 
@@ -45,6 +46,10 @@ class StopPrinter:
             if bp.kind == "catch":
                 event = bp.target.event  # type: ignore[attr-defined]  # a CatchTarget
                 session.write(f"Catchpoint {bp.number} ({event}), hit {bp.hits}")
+                found = getattr(bp.target, "found", None)
+                if event == "nan" and found is not None:   # a graph with no way in: its outputs
+                    for line in nan_text.output_lines(*found):
+                        session.write(line)
             else:
                 session.write(f"Breakpoint {bp.number} at {bp.target.describe()}, hit {bp.hits}")
         for line in deleted_at_stop(stop.breakpoints, session.engine.breakpoints):

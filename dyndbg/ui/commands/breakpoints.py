@@ -10,13 +10,14 @@ from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable, Location
 from dyndbg.engine.targets import (BackwardCatchTarget, CatchTarget, FunctionTarget,
                                   InstructionTarget, LineTarget, Target, CompileCatchTarget,
                                   main_module_name)
+from dyndbg.engine.nan_catch import NanCatchTarget
 from dyndbg.engine.compile_stepping import compile_line_target
 from dyndbg.ui.commands.host import Host
 from dyndbg.ui.text.parsing import (CommandError, InstructionSpec, Place, check_condition,
                                parse_breakpoint_refs, parse_int, parse_location, parse_numbers,
                                split_condition)
 
-CATCH_EVENTS = ("compile", "recompile", "graph-break", "exception", "trace", "backward")
+CATCH_EVENTS = ("compile", "recompile", "graph-break", "exception", "trace", "backward", "nan")
 
 
 def deleted_at_stop(stopped: Iterable[Breakpoint], table: BreakpointTable) -> list[str]:
@@ -95,7 +96,7 @@ class BreakpointCommands:
         """`resolved: ...` or `pending: ...`, from the generated code seen so far."""
         engine = self.host.engine
         target = bp.target
-        if isinstance(target, InstructionTarget) or target.compile_time:
+        if isinstance(target, (InstructionTarget, NanCatchTarget)) or target.compile_time:
             return ""
         if isinstance(target, BackwardCatchTarget):
             from dyndbg.dynamo.names import find_graph_global
@@ -229,7 +230,7 @@ class BreakpointCommands:
         self._add_breakpoint(arg, temporary=True)
 
     def do_catch(self, arg: str) -> None:
-        """catch compile | recompile | graph-break | exception | trace [FUNC] | backward [N]
+        """catch compile | recompile | graph-break | exception | trace [FUNC] | backward [N] | nan
         Stop at the first run of each newly compiled code object (compile),
         of each recompilation, with the guard failures that caused it, and,
         when dynamo gives up on a function (config.recompile_limit), at the
@@ -248,16 +249,33 @@ class BreakpointCommands:
         mechanism), a stop before its first FX node, each node with the
         forward line it is the gradient of; s and n step its nodes, r and c
         run on. A graph N not compiled yet leaves it pending until it is.
-        Listed, disabled and cleared like breakpoints."""
+        nan: right after the first node of a compiled graph whose output
+        holds a NaN or an Inf (once a run of the graph): the node, its user
+        line, its inputs as they were before it ran, its output and which
+        elements are bad; s steps on from the next node. Eager and
+        aot_eager forward graphs node by node; inductor graphs kernel by
+        kernel: after each kernel, the buffers it wrote (a fused kernel is
+        named with the nodes inductor records for it); aot_eager's compiled
+        backwards node by node (through catch backward's watch); a graph
+        whose backend gives no way in at its outputs (one line says so): a
+        stop at the generated instruction after its call, naming the
+        output; graphs compiled so far and later (the settrace mechanism).
+        Nothing is checked while it is unset or disabled; set, one check
+        per node or kernel output. Listed, disabled and cleared like
+        breakpoints."""
         event, _, rest = arg.strip().partition(" ")
         rest = rest.strip()
         if event not in CATCH_EVENTS or (rest and event not in ("trace", "backward")) \
                 or len(rest.split()) > 1:
             raise CommandError("usage: catch compile | recompile | graph-break | exception | "
-                               "trace [FUNC] | backward [N]")
+                               "trace [FUNC] | backward [N] | nan")
         engine = self.host.engine
         if event == "backward":
             self._catch_backward(rest)
+            return
+        if event == "nan":
+            bp = engine.breakpoints.add(NanCatchTarget())
+            self.host.write(f"Catchpoint {bp.number} (nan)")
             return
         if event == "trace":
             bp = engine.compile_stops.catch(rest or "*")

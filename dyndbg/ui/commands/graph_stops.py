@@ -15,7 +15,7 @@ from dyndbg.engine.stop import GraphStop
 from dyndbg.ui.commands import kernel_stops
 from dyndbg.ui.commands.breakpoints import deleted_at_stop
 from dyndbg.ui.commands.host import Family, Host, commands_of, usage
-from dyndbg.ui.text import graph_steps
+from dyndbg.ui.text import graph_steps, nan_text
 from dyndbg.ui.text.parsing import CommandError
 from dyndbg.ui.text.values import safe_repr
 
@@ -62,6 +62,8 @@ class GraphStopCommands:
                 + "; as anywhere: " + ", ".join(sorted(ANYWHERE)))
 
     def print_stop(self, stop: GraphStop) -> None:
+        if stop.found is not None:       # `catch nan`: after the node that made it
+            return self._print_nan(stop)
         for bp in stop.breakpoints:      # `catch backward` at its first node; `b FILE:LINE`
             if bp.kind == "catch":
                 self.host.write(f"Catchpoint {bp.number} (backward), hit {bp.hits}: "
@@ -74,6 +76,27 @@ class GraphStopCommands:
             return kernel_stops.print_stop(self.host, stop, stop.graph)
         step = node_step(stop.graph, stop.node, stop.frame.f_locals)
         for line in graph_steps.stop_lines(stop.tag, step):
+            self.host.write(line)
+
+    def _print_nan(self, stop: GraphStop) -> None:
+        found = stop.found
+        graph = stop.graph
+        if isinstance(graph, OutputCodeGraph):
+            kernel = stop.node
+            for bp in stop.breakpoints:
+                self.host.write(nan_text.caught_line(bp.number, bp.hits, kernel.kernel,  # type: ignore[attr-defined]  # a CodeStep
+                                                     graph.number, found.bad, "kernel"))  # type: ignore[attr-defined]  # a NanFound
+            for line in nan_text.kernel_lines(stop.tag, kernel, graph.index_of(kernel),  # type: ignore[arg-type]  # a CodeStep
+                                              len(graph.stops), graph.user_places(kernel),  # type: ignore[arg-type]  # a CodeStep
+                                              found.inputs, found.output, found.value,  # type: ignore[attr-defined]  # a NanFound
+                                              found.bad):  # type: ignore[attr-defined]  # a NanFound
+                self.host.write(line)
+            return
+        step = node_step(graph, stop.node, {})
+        for bp in stop.breakpoints:
+            self.host.write(nan_text.caught_line(bp.number, bp.hits, step.name,
+                                                 stop.graph.number, found.bad))  # type: ignore[attr-defined]  # a NanFound
+        for line in nan_text.stop_lines(stop.tag, step, found.inputs, found.value, found.bad):  # type: ignore[attr-defined]  # a NanFound
             self.host.write(line)
 
     # -- running (the prompt's commands below, the editor's requests) ------------------------
