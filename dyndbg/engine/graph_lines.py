@@ -179,6 +179,7 @@ class GraphLineBreaks:
                    if mine.index_of(_node_named(mine, name)) > here}
         if pending:
             self._frame, self._graph, self._pending = running, mine, pending
+            self._tracer().adopt(running, self)    # its next lines come here too
             running.f_trace_lines = True
 
     def disarm(self) -> None:
