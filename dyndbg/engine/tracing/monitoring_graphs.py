@@ -93,10 +93,13 @@ class MonitoredGraphs:
                     return None    # not offered: a stray start (no graph is lazy)
                 if not lazy[1].on_graph_start(frame):
                     return DISABLE
-                # The lazy graph's code, made as it started: watched from now on.
-                del watched[None]
-                watched[id(code)] = (code, lazy[1])
-                _M.set_local_events(self._tool, code, GRAPH_LOCAL_EVENTS)
+                now = watched.get(None)
+                if now is not None and now[1] is lazy[1]:
+                    # The lazy graph's code, made as it started: watched from now
+                    # on (unless the one told moved it itself, as GraphWatches does).
+                    del watched[None]
+                    watched[id(code)] = (code, lazy[1])
+                    _M.set_local_events(self._tool, code, GRAPH_LOCAL_EVENTS)
                 self._changed()
                 return None
         except BaseException as error:  # noqa: BLE001
