@@ -186,9 +186,8 @@ class NanCatcher:
                 self._opaque.add(name)
                 continue
             if not self._watch(graph):
-                said.append(f"dyndbg: catch nan: watching a graph needs the settrace mechanism "
-                            f"for now (DYNDBG_TRACER=settrace; this is {self._watches().name}); "
-                            "nothing is checked")
+                said.append(f"dyndbg: catch nan: the tracing mechanism ({self._watches().name}) "
+                            "cannot watch this graph's code; nothing is checked")
                 break
         for bp in self.catchpoints():     # checked in generated code (targets.py)
             target = bp.target

@@ -245,8 +245,8 @@ class BreakpointCommands:
         one): a first compile, a recompile, a resume function; then s, n, nl,
         sl, r, stack, locals, graph, guards and where step and show dynamo's
         trace. backward: when AOT autograd's compiled backward of graph N (of
-        any graph) starts inside loss.backward() (aot_eager; the settrace
-        mechanism), a stop before its first FX node, each node with the
+        any graph) starts inside loss.backward() (aot_eager), a stop
+        before its first FX node, each node with the
         forward line it is the gradient of; s and n step its nodes, r and c
         run on. A graph N not compiled yet leaves it pending until it is.
         nan: right after the first node of a compiled graph whose output
@@ -259,7 +259,7 @@ class BreakpointCommands:
         backwards node by node (through catch backward's watch); a graph
         whose backend gives no way in at its outputs (one line says so): a
         stop at the generated instruction after its call, naming the
-        output; graphs compiled so far and later (the settrace mechanism).
+        output; graphs compiled so far and later.
         Nothing is checked while it is unset or disabled; set, one check
         per node or kernel output. Listed, disabled and cleared like
         breakpoints."""
