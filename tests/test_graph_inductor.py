@@ -421,3 +421,22 @@ def call(args):
     assert kernel.writes == ("buf0",) and kernel.reads == ("arg0_1",)
     assert alias.kind is StepKind.ALIAS and not alias.stops and alias.source == "buf0"
     assert returned.kind is StepKind.RETURN and returned.reads == ("buf1",)
+
+
+def test_an_extern_kernel_computes_only_the_last_node_its_comment_names() -> None:
+    """Inductor's source-node comment on an extern kernel names the nodes of
+    its inputs' kernels before its own (`# relu, x, x_1, linear` on the
+    addmm of a conv net's fused relu and max-pool): `p relu` once said
+    'not computed yet (extern_kernels.addmm computes it)' after relu's
+    fused kernel had run."""
+    from dyndbg.dynamo.graphs.inductor_steps import _computes
+    from dyndbg.dynamo.graphs.output_code import CodeStep, KernelKind, StepKind
+
+    addmm = CodeStep(line=185, kind=StepKind.KERNEL, text="extern_kernels.addmm(...)",
+                     kernel="extern_kernels.addmm", kernel_kind=KernelKind.EXTERN,
+                     nodes=("relu", "x", "x_1", "linear"), provenance="comment")
+    assert _computes(addmm, "linear")
+    assert not any(_computes(addmm, n) for n in ("relu", "x", "x_1"))
+    fused = addmm._replace(kernel="cpp_fused_relu_0", kernel_kind=KernelKind.CPP,
+                           nodes=("relu",), provenance="line map")
+    assert _computes(fused, "relu")

@@ -208,8 +208,11 @@ class OutputCodeGraph:
         """Where the value of dynamo's node `node_name` is at the stop before
         `before`. A kernel's output buffer holds the last of its nodes with
         that buffer's shape and dtype (dynamo's example value); its other
-        nodes were fused into it, never stored."""
-        kernels = self.kernels_of(node_name)
+        nodes were fused into it, never stored. An extern kernel's source-node
+        comment names, before its own node (the last), the nodes of its
+        inputs' kernels too (`# relu, x, x_1, linear` for an addmm of a fused
+        relu and max-pool): it computes none of those."""
+        kernels = [k for k in self.kernels_of(node_name) if _computes(k, node_name)]
         if not kernels:
             inferred = self._unnamed_output(node_name, before, frame_locals)
             if inferred is not None:
@@ -301,6 +304,14 @@ class OutputCodeGraph:
                 return user.name, kernels[0]
             queue.extend(user.users)
         return "", None
+
+
+def _computes(kernel: CodeStep, node_name: str) -> bool:
+    """Whether `kernel` computes the node it names: for an extern kernel
+    named by inductor's comment, only its last node."""
+    if kernel.kernel_kind is KernelKind.EXTERN and kernel.provenance == "comment":
+        return bool(kernel.nodes) and kernel.nodes[-1] == node_name
+    return True
 
 
 def _example(node: object) -> object:
