@@ -5,6 +5,12 @@
 - views: the traced and the compiled graph of one graph, and its backend
 - checks: `graph capture | run | bisect | values`
 - node_values, bisect, repro: each node's value eagerly, the first that differs, a script for it
+- stepping: the code a graph runs as (eager, aot_eager), its line for each FX node
+- output_code, inductor_steps: an inductor graph's output code, step by step, and its buffers
+- backward: AOT autograd's compiled backward (where autograd runs it, whose graph it is)
+- line_places: the nodes of a user's line, for `b FILE:LINE` inside graphs
+(the stepping modules are imported where used, not here: they are not the
+face the commands above use)
 """
 from dyndbg.dynamo.graphs.bisect import Bisection
 from dyndbg.dynamo.graphs.checks import (DEFAULT_TOLERANCE, GraphRun, NodeValues, captured,
