@@ -32,12 +32,7 @@ from dyndbg.engine.snapshots import Snapshots
 from dyndbg.engine.stop import (CompileStop, GraphStop, HeldStop, InstructionTraceEvent, InstructionTraceKind,
                                 Stop, StopReason, frame_event)
 from dyndbg.engine.compile_stepping import CompileStepper
-from dyndbg.engine.graph_stepping import GraphStepper
-from dyndbg.engine.graph_backward import BackwardCatcher
-from dyndbg.engine.graph_lines import GraphLineBreaks
-from dyndbg.engine.graph_watches import GraphWatches
-from dyndbg.engine.nan_catch import NanCatcher
-from dyndbg.dynamo.graphs.stepping import NoWayIn, runnable_graph
+from dyndbg.engine.inside_graphs import InsideGraphs
 from dyndbg.engine.tracing.tracer import Tracer
 from dyndbg.engine.tracing.choice import make_tracer
 from dyndbg.faults import FAULTS_ON, maybe_fault
@@ -81,30 +76,15 @@ class Engine:
         self.held = HeldStop()
         self.compile_stops = CompileStepper(self.breakpoints, frontend, self.internal_error,
                                             self.held)
-        # Stops inside a compiled graph, node by node (`s` at its call).
-        # Who watches which compiled graph's code (several at once), over the tracer.
-        self.graph_watches = GraphWatches(lambda: self.tracer)
-        self.graph_steps = GraphStepper(lambda: self.graph_watches, frontend, self.held)
-        self._said_no_graph_mechanism = False   # a mechanism that cannot: said once a session
-        # `catch backward`: watches AOT's CompiledFunction.backward while one is enabled.
-        self.backward_catch = BackwardCatcher(
-            lambda: self.graph_watches, self.breakpoints, self.graph_steps, self.held, frontend.message,
-            _graph_backend, lambda frame, expr: self.conditions.evaluate(frame, expr, lambda: None))
-        # `b FILE:LINE` inside compiled graphs: watches them while one is armed.
-        self.graph_lines = GraphLineBreaks(
-            lambda: self.graph_watches, self.breakpoints, self.graph_steps, self.held, frontend.message,
-            self.registry, _graph_backend,
-            lambda frame, expr: self.conditions.evaluate(frame, expr, lambda: None))
-        # `catch nan`: watches every steppable graph's code while one is enabled.
-        self.nan_catch = NanCatcher(
-            lambda: self.graph_watches, self.breakpoints, self.graph_steps, self.held, frontend,
-            frontend.message, _graph_backend, self.registry.is_generated,
-            lambda frame, expr: self.conditions.evaluate(frame, expr, lambda: None))
-        self.graph_watches.first = self.nan_catch
-        self.backward_catch.nan_wants = self.nan_catch.wants_backward
-        self.backward_catch.nan_start = self.nan_catch.backward_starts
-        self.backward_catch.nan_end = self.nan_catch.backward_ends
-        self._compiles = 0                  # generated code objects added so far
+        # What watches compiled graphs' code as it runs (inside_graphs.py), and its parts.
+        self.graphs = InsideGraphs(
+            lambda: self.tracer, self.breakpoints, self.held, frontend, frontend.message,
+            self.registry, lambda frame, expr: self.conditions.evaluate(frame, expr, lambda: None))
+        self.graph_watches = self.graphs.watches
+        self.graph_steps = self.graphs.steps         # `s` at a graph's call
+        self.backward_catch = self.graphs.backward   # `catch backward`
+        self.graph_lines = self.graphs.lines         # `b FILE:LINE` inside graphs
+        self.nan_catch = self.graphs.nan             # `catch nan`
         self.snapshots = Snapshots()    # the stacks read, for exception stops and `up`
         self.failures = FailureLog()                   # for post_mortem()
         self.history = History()                       # `record on`: what ran, to step back
@@ -136,10 +116,7 @@ class Engine:
     def detach(self) -> None:
         """No more stops: the program runs on as without dyndbg."""
         self.detached = True
-        self.graph_steps.finish()
-        self.backward_catch.disarm()
-        self.graph_lines.disarm()
-        self.nan_catch.disarm()
+        self.graphs.disarm()
         self.hooks.uninstall()
         self.compile_stops.disarm()
         self.interrupts.restore()
@@ -234,19 +211,8 @@ class Engine:
         else the one line saying why it is stepped over (where the tracing
         mechanism cannot watch the graph's code, only the first time: it
         does not change within a session)."""
-        try:
-            graph = runnable_graph(name, frame.f_globals.get(name), backend)
-        except NoWayIn as why:
-            self.set_step(1)
-            return str(why)
         self.set_step(1)
-        if not self.graph_steps.enter(graph, frame):
-            if self._said_no_graph_mechanism:   # said once: every later `s` would repeat it
-                return ""
-            self._said_no_graph_mechanism = True
-            return (f"graph {graph.number}: the {self.tracer.name} mechanism cannot step into "
-                    "this graph; stepping over (said once a session)")
-        return ""
+        return self.graphs.step_into(frame, name, backend)
 
     def set_next(self, frame: types.FrameType, count: int = 1) -> None:
         self._resume_with(Mode(StepKind.NEXT, frame, count=count))
@@ -272,22 +238,9 @@ class Engine:
 
     def _resume_with(self, mode: Mode) -> None:
         self.mode = mode
-        self._sync_backward_catch()     # before retrace: catch nan may arm generated code
+        self.graphs.sync()      # before retrace: catch nan may arm generated code
         self.tracer.retrace()
         self.hooks.set_callback_active(self._wants_callback())
-
-    def _sync_backward_catch(self) -> None:
-        """A `catch backward`, `catch nan` or `b FILE:LINE` inside a graph set,
-        disabled or cleared: watched from now on, or not (catch nan watches
-        backwards through catch backward's watch)."""
-        for line in self.nan_catch.sync(self._compiles):
-            self.frontend.message(line)
-        note = self.backward_catch.sync()
-        if note:
-            self.frontend.message(note)
-        note = self.graph_lines.sync()      # `b FILE:LINE` inside graphs, likewise
-        if note:
-            self.frontend.message(note)
 
     def _wants_callback(self) -> bool:
         return self.policy.wants_callback(self.tracer.needs_code_callback)
@@ -346,9 +299,7 @@ class Engine:
     def _code_added(self, entry: GeneratedCode) -> None:
         """New generated code: breakpoints number their places in it (gdb's
         N.M) as it appears, and the mechanism sets its events."""
-        self._compiles += 1
-        if self.nan_catch.armed:    # its graph, installed as dynamo made the code: watched
-            self._sync_backward_catch()
+        self.graphs.code_added()    # catch nan: its graph, installed as dynamo made the code
         self.breakpoints.at_code(entry, self.info_for(entry))
         self.tracer.code_added(entry)
 
@@ -358,7 +309,7 @@ class Engine:
     def _resume(self) -> None:
         self.compile_stops.compile_ended()
         if not self.detached:
-            self._sync_backward_catch()     # one set at a compile stop
+            self.graphs.sync()      # one set at a compile stop
             self.tracer.resume()
 
     # -- events (delivered by the tracing mechanism) -------------------------------
@@ -505,7 +456,3 @@ class Engine:
         finally:
             self.detach()
 
-
-def _graph_backend(name: str) -> str | None:
-    from dyndbg.dynamo.graphs.views import graph_backend
-    return graph_backend(name)
