@@ -440,3 +440,26 @@ def test_an_extern_kernel_computes_only_the_last_node_its_comment_names() -> Non
     fused = addmm._replace(kernel="cpp_fused_relu_0", kernel_kind=KernelKind.CPP,
                            nodes=("relu",), provenance="line map")
     assert _computes(fused, "relu")
+
+
+def test_a_write_through_a_view_is_a_partial_write() -> None:
+    """`out=reinterpret_tensor(buf5, ...)` writes a part of buf5 (a cat's
+    slice): catch nan does not judge the whole buffer after it, whose other
+    part may hold whatever the allocator left."""
+    from dyndbg.dynamo.graphs.output_code import parse
+
+    source = '''
+def call(args):
+    arg0_1, arg1_1 = args
+    args.clear()
+    buf5 = empty_strided_cpu((4, 8), (8, 1), torch.float32)
+    extern_kernels.mm(arg0_1, arg1_1, out=reinterpret_tensor(buf5, (4, 4), (8, 1), 0))
+    buf6 = empty_strided_cpu((4, 4), (4, 1), torch.float32)
+    extern_kernels.mm(arg0_1, arg1_1, out=buf6)
+    return (buf5, buf6, )
+'''
+    parsed = parse(source)
+    assert parsed is not None
+    first, second = [s for s in parsed.steps if s.kernel == "extern_kernels.mm"]
+    assert first.partly == ("buf5",) and "buf5" in first.writes
+    assert second.partly == () and second.writes == ("buf6",)

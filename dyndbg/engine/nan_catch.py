@@ -355,12 +355,16 @@ class NanCatcher:
     def _check_kernels(self, graph: OutputCodeGraph, run: _Run, index: int,
                        frame_locals: dict) -> NanFound | None:
         """inductor: the buffers each kernel step from `run.done` up to
-        `index` wrote (not an allocation's: its memory is not written yet)."""
+        `index` wrote (not an allocation's: its memory is not written yet;
+        nor one it wrote through a view: the rest of it may not be, and a
+        NaN there would be the allocator's, not the program's)."""
         for i in range(run.done, index):
             step = graph.steps[i]
             if step.kind is not StepKind.KERNEL:
                 continue
             for name in dict.fromkeys((*step.writes, *step.defines)):
+                if name in step.partly:
+                    continue
                 value = frame_locals.get(name)
                 bad = nan_check.bad_values(value)
                 if bad:

@@ -86,6 +86,9 @@ class CodeStep(NamedTuple):
     kernel_kind: KernelKind | None = None
     defines: tuple[str, ...] = ()   # the names it binds (buf0 = ...)
     writes: tuple[str, ...] = ()    # the buffers a kernel writes (out=, non-const pointers)
+    # of those, the ones written through a view (`out=reinterpret_tensor(buf5, ...)`): a part
+    # of the buffer only, the rest maybe not written yet
+    partly: tuple[str, ...] = ()
     reads: tuple[str, ...] = ()     # the other names passed to it
     source: str = ""                # its alias's or reinterpret's base buffer
     nodes: tuple[str, ...] = ()     # dynamo FX node names inductor records for it
@@ -248,8 +251,10 @@ def _step(stmt: ast.stmt, text: str, kernels: dict) -> CodeStep | None:
         # triton's `stream=stream0` is where it runs, not what it reads
         names = _names(positional + [k.value for k in value.keywords if k.arg not in ("out", "stream")])
         reads = tuple(n for n in dict.fromkeys(names) if n not in writes)
+        partly = tuple(n for n in _names([k.value for k in out if not isinstance(k.value, ast.Name)]))
         return CodeStep(line, StepKind.KERNEL, text, name, kind,
-                        writes=tuple(dict.fromkeys(writes)), reads=reads)
+                        writes=tuple(dict.fromkeys(writes)), reads=reads,
+                        partly=tuple(dict.fromkeys(partly)))
     return None
 
 
