@@ -15,9 +15,8 @@ import re
 
 import pytest
 
-from dap_client import DapClient
-from dap_session import Dap
-from harness import ROOT, child_env, run_plain
+from dap_session import Dap, adapter_session
+from harness import ROOT, run_plain
 
 PROGRAM = ROOT / "tests" / "programs" / "into_graph.py"
 GRAPH_STOP = re.compile(r"\[graph (\d+) eager forward\] node (\d+)/(\d+) (\w+): ")
@@ -26,14 +25,8 @@ ACCOUNT = re.compile(r"^node (\w+) (\w+) (\S+)$", re.M)
 
 @pytest.fixture
 def dap():
-    client = DapClient.start_adapter(cwd=ROOT, env=child_env())
-    try:
-        yield Dap(client)
-    finally:
-        process = client.process   # type: ignore[attr-defined]
-        if process.poll() is None:
-            process.kill()
-        client.close()
+    with adapter_session() as session:
+        yield session
 
 
 def scope_names(dap: Dap, frame_id: int) -> dict[str, list[str]]:

@@ -18,7 +18,8 @@ import contextlib
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from dyndbg.dap.protocol import RequestError
-from dyndbg.dap.stop_requests import console, evaluated, stack_trace, variables_of
+from dyndbg.dap.stop_requests import (console, evaluated, family_handler, stack_trace,
+                                      variables_of)
 from dyndbg.dap.variables import References, variable
 from dyndbg.dynamo.symbolic import SymbolicState, CompilePoint
 from dyndbg.dynamo.symbolic import is_variable_tracker
@@ -100,16 +101,8 @@ class CompileStopRequests:
     def handler(self, command: str) -> Callable[[dict], dict | None] | None:
         """This family's handler for `command` at a compile stop, a
         refusal for what needs generated code, or None (the usual one serves)."""
-        found = getattr(self, "r_" + command.replace("/", "_"), None)
-        if found is not None:
-            return found
         why = REFUSED.get(command)
-        if why is None:
-            return None
-
-        def refuse(arguments: dict) -> None:
-            raise RequestError(why)
-        return refuse
+        return family_handler(self, command, None if why is None else lambda: why)
 
     def forget_stop(self) -> None:
         self._frame_ids.clear()

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from dyndbg.dap.protocol import RequestError
-from dyndbg.dap.stop_requests import console, stack_trace, variables_of
+from dyndbg.dap.stop_requests import console, family_handler, stack_trace, variables_of
 from dyndbg.dap.variables import References, variable
 from dyndbg.dynamo.graphs.inductor_steps import OutputCodeGraph
 from dyndbg.dynamo.graphs.stepping import MISSING, node_step
@@ -92,16 +92,9 @@ class GraphStopRequests:
     def handler(self, command: str) -> Callable[[dict], dict | None] | None:
         """This family's handler for `command` at a graph stop, a refusal for
         what needs generated code, or None (the usual one serves)."""
-        found = getattr(self, "r_" + command.replace("/", "_"), None)
-        if found is not None:
-            return found
         why = REFUSED.get(command)
-        if why is None:
-            return None
-
-        def refuse(arguments: dict) -> None:
-            raise RequestError(why.format(n=self.checked_stop().graph.number))
-        return refuse
+        return family_handler(self, command, None if why is None else
+                              lambda: why.format(n=self.checked_stop().graph.number))
 
     # -- frames ----------------------------------------------------------------------------
     def r_stackTrace(self, arguments: dict) -> dict:

@@ -3,7 +3,7 @@ exception info, and the requests that run the program on (or back)."""
 from __future__ import annotations
 
 import types
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from dyndbg.dap.hover import NotHoverable, hover_value
 from dyndbg.dap.protocol import RequestError
@@ -256,6 +256,21 @@ class StopRequests:
 
     def r_dyndbg_why(self, arguments: dict) -> dict:
         return self._view("why", arguments)
+
+
+def family_handler(family: object, command: str, refused: Callable[[], str] | None,
+                   ) -> Callable[[dict], dict | None] | None:
+    """A stop family's handler for `command` (its `r_COMMAND`), a refusal
+    giving `refused()`'s reason where it has none and refuses it, or None
+    (the usual one serves): compile stops and graph stops alike."""
+    found = getattr(family, "r_" + command.replace("/", "_"), None)
+    if found is not None or refused is None:
+        return found
+    reason = refused
+
+    def refuse(arguments: dict) -> None:
+        raise RequestError(reason())
+    return refuse
 
 
 def stack_trace(frames: list[dict], arguments: dict) -> dict:

@@ -25,7 +25,7 @@ from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable
 from dyndbg.engine.graph_stepping import GraphStepper
 from dyndbg.engine.stop import HeldStop
 from dyndbg.engine.targets import BackwardCatchTarget
-from dyndbg.engine.graph_watches import GraphWatches
+from dyndbg.engine.graph_watches import GraphWatches, SaidOnce
 
 
 class BackwardCatcher:
@@ -44,7 +44,7 @@ class BackwardCatcher:
         self.evaluate = evaluate                     # a condition, in the graph's frame
         self._code: types.CodeType | None = None    # watched now
         self._version = -1
-        self._said: set[str] = set()                 # lines said once a session
+        self._once = SaidOnce()                      # lines said once a session
         # the backward being waited for: (CompiledFunction, global, graph number)
         self._waiting: tuple[type, str, int] | None = None
         # `catch nan` (nan_catch.py): whether it checks backwards now, and told
@@ -89,11 +89,6 @@ class BackwardCatcher:
             self._code = None
         self._version = -1
 
-    def _once(self, line: str) -> str:
-        if line in self._said:
-            return ""
-        self._said.add(line)
-        return line
 
     # -- the mechanism's events for CompiledFunction.backward (under ENGINE_LOCK) ----
     def on_graph_start(self, frame: types.FrameType) -> bool:

@@ -28,7 +28,7 @@ from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable, Location
 from dyndbg.engine.graph_stepping import GraphStepper
 from dyndbg.engine.stop import HeldStop
 from dyndbg.engine.targets import LineTarget
-from dyndbg.engine.graph_watches import GraphWatches
+from dyndbg.engine.graph_watches import GraphWatches, SaidOnce
 
 
 class GraphKey(NamedTuple):
@@ -70,7 +70,7 @@ class GraphLineBreaks:
         self._armed: dict[GraphKey, GraphCode] = {}
         # what the tracer watches for us: id(code) (None: a code not made yet) -> code
         self._watching: dict[int | None, types.CodeType | None] = {}
-        self._said: set[str] = set()
+        self._once = SaidOnce()                      # lines said once a session
         # the graph frame running now, its graph, and its armed nodes not reached yet
         self._frame: types.FrameType | None = None
         self._graph: GraphCode | None = None
@@ -192,11 +192,6 @@ class GraphLineBreaks:
         self._frame = self._graph = None
         self._pending = {}
 
-    def _once(self, line: str) -> str:
-        if line in self._said:
-            return ""
-        self._said.add(line)
-        return line
 
     # -- the mechanism's events (under ENGINE_LOCK) -------------------------------------
     def on_graph_start(self, frame: types.FrameType) -> bool:

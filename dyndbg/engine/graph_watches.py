@@ -18,6 +18,20 @@ from typing import Callable
 from dyndbg.engine.tracing.tracer import GraphEvents, Tracer
 
 
+class SaidOnce:
+    """What a graph watcher says once a session (the mechanism cannot watch,
+    a backend gives no way in): the line the first time, "" after."""
+
+    def __init__(self) -> None:
+        self._said: set[str] = set()
+
+    def __call__(self, line: str) -> str:
+        if line in self._said:
+            return ""
+        self._said.add(line)
+        return line
+
+
 class GraphWatches:
     """watch_graph/unwatch_graph for many watchers, over one Tracer."""
 

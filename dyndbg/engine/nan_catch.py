@@ -39,7 +39,7 @@ from dyndbg.dynamo.graphs.stepping import GraphCode, NoWayIn, SteppedGraph, runn
 from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable
 from dyndbg.engine.codeinfo import CodeInfo, Instr
 from dyndbg.engine.graph_stepping import GraphStepper
-from dyndbg.engine.graph_watches import GraphWatches
+from dyndbg.engine.graph_watches import GraphWatches, SaidOnce
 from dyndbg.engine.stop import GraphStop, HeldStop, StopReason
 from dyndbg.engine.targets import CatchTarget, StackReader, _called_function
 
@@ -151,7 +151,7 @@ class NanCatcher:
         self._seen: dict[str, int] = {}               # global -> id(value) looked at
         self._opaque: set[str] = set()                # globals with no way in
         self._runs: dict[int, _Run] = {}              # id(frame) -> its run so far
-        self._said: set[str] = set()
+        self._once = SaidOnce()                      # lines said once a session
         # id(graph) -> line -> (its node's index, its inputs' names)
         self._lines: dict[int, dict[int, tuple[int, tuple[str, ...]]]] = {}
         self._key: tuple[int, int] = (-1, -1)
@@ -253,11 +253,6 @@ class NanCatcher:
         self.armed = False
         self._key = (-1, -1)
 
-    def _once(self, line: str) -> bool:
-        if line in self._said:
-            return False
-        self._said.add(line)
-        return True
 
     # -- the mechanism's events (under ENGINE_LOCK) ---------------------------------------
     def on_graph_start(self, frame: types.FrameType) -> bool:
