@@ -462,7 +462,9 @@ def test_a_program_left_by_disconnect_outlives_its_adapter(dap, tmp_path):
     output = f"/proc/{(tmp_path / 'result.pid').read_text()}/fd/1"
     assert _waited_for(lambda: os.readlink(output) == os.devnull), os.readlink(output)
     go.touch()
-    assert _waited_for(result.exists), "the program did not finish"
+    # the file exists before the program's write reaches it: wait for its text
+    assert _waited_for(lambda: result.exists() and result.read_text()), \
+        "the program did not finish"
     assert result.read_text() == "finished torch.Size([2])"
 
 
