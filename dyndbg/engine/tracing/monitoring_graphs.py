@@ -4,7 +4,7 @@ A graph's frame runs no generated code: while `s` has entered a graph, and
 only then, that graph's code object alone gets LINE, PY_START and PY_RETURN
 under the debugger's tool id (MonitoringTracer.watch_graph), and those
 events go, by code identity, to the graph stepper (tracer.GraphEvents), as
-settrace.py's _graph_start and _graph_trace do.
+settrace_graphs.py does.
 
 A GraphModule that torch makes lazily (AOT's) has no code object until its
 first call (watch key None): while such a graph is watched, PY_START is on

@@ -35,8 +35,10 @@ from dyndbg.engine.breakpoints import ArmingPlan
 from dyndbg.engine.modes import TraceLevel
 from dyndbg.engine.tracing.compiled_filters import CompiledFilters, FrameStart, PythonTraces
 from dyndbg.engine.threads import ENGINE_LOCK, in_main_thread
+from dyndbg.engine.tracing.settrace_graphs import TracedGraphs
+from dyndbg.engine.tracing.settrace_lines import line_tracer
 from dyndbg.engine.tracing.tracer import EventSink, GraphEvents, MechanismBase
-from dyndbg.faults import FAULTS_ON, maybe_fault
+from dyndbg.faults import FAULTS_ON
 
 
 class _ThreadState(threading.local):
@@ -65,11 +67,10 @@ class SettraceTracer(MechanismBase):
         self._tracers: dict[int, tuple] = {}           # id(code) -> (ArmingPlan, line tracer)
         self._cache_version: object = None             # the policy's version of both
         self._line_tracer_shielded = False
-        # id(code) -> who is told: compiled graphs' code being stepped into
-        # (engine/graph_stepping.py); empty but while one is entered.
-        # (key None: any call is offered, the graph's code is not made yet)
-        self._graph_codes: dict[int | None, GraphEvents] = {}
-        self._pinned: int | None = None   # the thread whose trace the watch keeps
+        # Compiled graphs' code being stepped into or watched (settrace_graphs.py);
+        # `_graph_codes` is empty but while one is.
+        self._graphs = TracedGraphs(self.events, self._fail)
+        self._graph_codes = self._graphs.codes
         # id(code) -> how its frames start: the frame starts the compiled core
         # makes by itself (CompiledFilters.leave_starts).
         self._starts: dict[int, FrameStart] = {}
@@ -87,7 +88,7 @@ class SettraceTracer(MechanismBase):
         prepare_settrace()
         self.hooks.shield(self._global_trace, self._local_trace, self._callee_trace,
                           self._new_thread_trace, self._fail, self._release,
-                          self._graph_start, self._graph_trace,
+                          self._graphs.start, self._graphs.trace,
                           # called from the compiled filters
                           type(self.policy).version.fget,  # type: ignore[attr-defined]  # a property's getter
                           self.sink.on_idle)
@@ -166,10 +167,8 @@ class SettraceTracer(MechanismBase):
         trace stays in this thread with no traced frame (`catch backward`
         watches code that runs outside generated code): the watch counts as
         one of the thread's frames, which both cores read before removing it."""
-        if not self._graph_codes and self._pinned is None:
+        if self._graphs.watch(code, events):
             self._thread.frames += 1
-            self._pinned = threading.get_ident()
-        self._graph_codes[None if code is None else id(code)] = events
         self._install()
         thread = self._thread
         if self._filters is not None and thread.installed and not thread.suspended:
@@ -177,11 +176,8 @@ class SettraceTracer(MechanismBase):
         return True
 
     def unwatch_graph(self, code: types.CodeType | None) -> None:
-        self._graph_codes.pop(None if code is None else id(code), None)
         thread = self._thread
-        if not self._graph_codes and self._pinned == threading.get_ident():
-            # (unwatched from another thread, the pin stays there: its trace stays)
-            self._pinned = None
+        if self._graphs.unwatch(code):
             thread.frames = max(0, thread.frames - 1)
         if self._filters is not None and not self._graph_codes and thread.installed \
                 and not thread.suspended and sys.gettrace() == self._global_trace:
@@ -304,7 +300,7 @@ class SettraceTracer(MechanismBase):
         code = frame.f_code
         graphs = self._graph_codes
         if graphs and (id(code) in graphs or None in graphs):
-            traced = self._graph_start(frame)
+            traced = self._graphs.start(frame)
             if traced is not None:
                 return traced
         # The hot path: most calls made while a generated frame runs are not generated.
@@ -347,47 +343,6 @@ class SettraceTracer(MechanismBase):
             self._fail(error)
             return None
 
-    def _graph_start(self, frame: types.FrameType):
-        """A watched graph's frame starts: its line events go to the graph
-        stepper (engine/graph_stepping.py), each before its FX node runs."""
-        try:
-            with ENGINE_LOCK:
-                graphs = self._graph_codes
-                events = graphs.get(id(frame.f_code))
-                keyed = events is not None
-                if events is None:
-                    events = graphs.get(None)
-                if events is None or not events.on_graph_start(frame):
-                    return None
-                if not keyed and graphs.get(None) is events:
-                    # its code, made as it started, from now on
-                    graphs[id(frame.f_code)] = graphs.pop(None)
-                frame.f_trace_lines = True
-                frame.f_trace_opcodes = False
-                return self._graph_trace
-        except BaseException as error:  # noqa: BLE001
-            self._fail(error)
-            return None
-
-    def _graph_trace(self, frame: types.FrameType, event: str, arg: object) -> None:
-        """The local trace of a graph's frame being stepped."""
-        try:
-            with ENGINE_LOCK:
-                graphs = self._graph_codes
-                events = graphs.get(id(frame.f_code)) or graphs.get(None)
-                if events is None:
-                    frame.f_trace_lines = False
-                    return
-                if event == "line":
-                    self.events["graph line"] += 1
-                    if FAULTS_ON:
-                        maybe_fault("graph")
-                    events.on_graph_line(frame)
-                elif event == "return":
-                    events.on_graph_return(frame)
-        except BaseException as error:  # noqa: BLE001
-            self._fail(error)
-
     def _callee_trace(self, frame: types.FrameType, event: str, arg: object) -> None:
         """--post-mortem: the local trace of a function called by generated code."""
         if event == "exception" and frame.f_back is not None:
@@ -403,42 +358,18 @@ class SettraceTracer(MechanismBase):
         self._dispatch(frame, event, arg)
 
     def _line_tracer(self, plan: ArmingPlan, entry: GeneratedCode):
-        """The local trace function of a frame with breakpoints, after continue.
-
-        Line events switch opcode events on only while executing a line that
-        holds an armed instruction no line event reaches; everything else
-        returns at once. Returning None keeps the frame's trace function.
-        """
-        offsets, hot_lines, line_of = plan.offsets, plan.hot_lines, plan.line_of
-        dispatch, policy, events = self._dispatch, self.policy, self.events
-        installed = None   # what f_trace holds under this plan: tracer, or its filter
-
-        def tracer(frame: types.FrameType, event: str, arg: object) -> None:
-            if event == "opcode":
-                if frame.f_lasti not in offsets:
-                    events["instruction"] += 1
-                    return None
-            elif event == "line":
-                lasti = frame.f_lasti
-                hot = plan.all_opcodes or line_of.get(lasti) in hot_lines
-                frame.f_trace_opcodes = hot
-                if hot or lasti not in offsets:
-                    events["line"] += 1
-                    return None  # the opcode event for this instruction follows if hot
-                # an armed instruction that a line event reaches: handled as its opcode
-            dispatch(frame, event, arg)
-            # Only under this plan: a stop may have re-armed the frame with a new one.
-            if event != "return" and not policy.stepping and \
-                    frame.f_trace is installed and plan.done_after(frame.f_lasti):
-                self._release(frame)
-            return None
-
+        """The local trace function of a frame with breakpoints, after continue
+        (settrace_lines.py), behind the compiled core's filter if there is one."""
+        installed: list[object] = [None]
+        policy = self.policy
+        tracer = line_tracer(plan, self._dispatch, lambda: policy.stepping, self.events,
+                             self._release, lambda: installed[0])
         if not self._line_tracer_shielded:  # every closure shares this code object
             self.hooks.shield(tracer)
             self._line_tracer_shielded = True
-        installed = tracer if self._filters is None else \
+        installed[0] = tracer if self._filters is None else \
             self._filters.line_filter(plan, entry, tracer)
-        return installed
+        return installed[0]
 
     def _dispatch(self, frame: types.FrameType, event: str, arg: object) -> None:
         try:
