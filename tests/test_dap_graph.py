@@ -85,6 +85,11 @@ def test_step_in_enters_the_graph_at_the_users_lines(dap):
             before = dap.disassemble(rows[0]["address"], -10, 10)
             assert all(r.get("presentationHint") == "invalid" for r in before), before
             assert {parse_address(r["address"])[0] for r in before + rows} == windows
+            # no instruction breakpoint on a node: said (a line breakpoint stops there)
+            (refused,) = dap.client.ok("setInstructionBreakpoints", {
+                "breakpoints": [{"instructionReference": ip}]})["breakpoints"]
+            assert refused["verified"] is False and "compiled graph" in refused["message"]
+            dap.client.ok("setInstructionBreakpoints", {"breakpoints": []})
             # the frame that called the graph still disassembles as generated code
             assert dap.opname(below["instructionPointerReference"]).startswith("CALL")
         # granularity "instruction" steps a node, as without one
