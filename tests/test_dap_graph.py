@@ -16,6 +16,7 @@ import re
 import pytest
 
 from dap_session import Dap, adapter_session
+from dyndbg.dap.addresses import parse_address
 from harness import ROOT, run_plain
 
 PROGRAM = ROOT / "tests" / "programs" / "into_graph.py"
@@ -45,12 +46,19 @@ def test_step_in_enters_the_graph_at_the_users_lines(dap):
     assert re.fullmatch(r".+ \[\d+/\d+\]", caller["name"]), caller
 
     seen: list[tuple[str, str, int]] = []     # (node, source path, line) at each graph stop
+    windows = set()
+    rows: list[dict] = []
     stop = dap.step("stepIn")
     while GRAPH_STOP.match(stop.get("description", "")):
-        node = GRAPH_STOP.match(stop["description"])[4]
+        found = GRAPH_STOP.match(stop["description"])
+        node = found[4]
         frames = dap.frames()
         graph, below = frames[0], frames[1]
         assert graph["name"].endswith(f"eager forward] {node}"), frames
+        # the instruction pointer: the node's row in the graph's own window
+        window, row = parse_address(graph["instructionPointerReference"])
+        windows.add(window)
+        assert row == int(found[2]) - 1, (graph, stop)
         # the generated frame that called the graph, still at its call
         assert below["name"] == caller["name"] and \
             below["instructionPointerReference"] == caller["instructionPointerReference"], frames
@@ -65,20 +73,56 @@ def test_step_in_enters_the_graph_at_the_users_lines(dap):
         if len(seen) == 2:   # the debug console runs the prompt's graph-stop commands
             listing = dap.repl("l")
             assert f"-> {node} " in listing, listing
-            refused = dap.client.request("disassemble", {"memoryReference": "0x0",
-                                                         "instructionCount": 1})
-            assert refused["success"] is False and "inside compiled graph" in refused["message"]
-        stop = dap.step("stepIn")
+            # disassembly at the graph's IP, as VS Code asks: its nodes, as `l` lists them
+            ip = graph["instructionPointerReference"]
+            rows = dap.disassemble(ip, -50, 100)
+            assert len(rows) == 100 and rows[50]["address"] == ip, rows
+            assert [r["instruction"] for r in rows if r.get("presentationHint") != "invalid"] \
+                == [line[3:] for line in listing.splitlines()], (rows, listing)
+            assert rows[50]["instruction"].split()[0] == node and \
+                {r["symbol"] for r in rows if "symbol" in r} == {"graph 1 eager forward"}, rows
+            # paging from the first row back and past the end: padding, in the same window
+            before = dap.disassemble(rows[0]["address"], -10, 10)
+            assert all(r.get("presentationHint") == "invalid" for r in before), before
+            assert {parse_address(r["address"])[0] for r in before + rows} == windows
+            # no instruction breakpoint on a node: said (a line breakpoint stops there)
+            (refused,) = dap.client.ok("setInstructionBreakpoints", {
+                "breakpoints": [{"instructionReference": ip}]})["breakpoints"]
+            assert refused["verified"] is False and "compiled graph" in refused["message"]
+            dap.client.ok("setInstructionBreakpoints", {"breakpoints": []})
+            # the frame that called the graph still disassembles as generated code
+            assert dap.opname(below["instructionPointerReference"]).startswith("CALL")
+        # granularity "instruction" steps a node, as without one
+        stop = dap.step("stepIn" if len(seen) % 2 else "next",
+                        "instruction" if len(seen) in (3, 4) else None)
     assert len(seen) >= 4, seen
     # after the graph: the generated instruction after its call
     after = dap.top()
     assert after["name"] == caller["name"] and \
         after["instructionPointerReference"] != caller["instructionPointerReference"], after
+    gone = dap.client.request("disassemble", {"memoryReference": rows[50]["address"],
+                                              "instructionCount": 1})
+    assert gone["success"] is False and "graph 1: its steps are listed while stopped" \
+        in gone["message"], gone
     dap.client.ok("continue", {"threadId": dap.thread})
     dap.wait_end(0)
 
     out = dap.client.output("stdout")
-    account = {name: where for name, op, where in ACCOUNT.findall(out) if op != "placeholder"}
+    nodes = ACCOUNT.findall(out)
+    # one stop a node but the placeholders, in the graph's order, whatever the granularity
+    assert [node for node, _, _ in seen] == [name for name, op, _ in nodes if op != "placeholder"]
+    # the disassembly's rows: every node, in order, at its user line (torch's stack trace)
+    listed = [r for r in rows if r.get("presentationHint") != "invalid"]
+    assert [tuple(r["instruction"].split()[:2]) for r in listed] == \
+        [(name, op) for name, op, _ in nodes], listed
+    place = None
+    for row, (name, _, where) in zip(listed, nodes):
+        if "location" in row:
+            place = f"{row['location']['path']}:{row['line']}"
+            assert place == where, (row, where)
+        else:
+            assert where in ("-", place), (row, where, place)
+    account = {name: where for name, op, where in nodes if op != "placeholder"}
     for node, path, line in seen:
         if node == "output":
             continue
@@ -122,8 +166,15 @@ def test_the_backward_filter_stops_in_a_compiled_backward(dap):
     mark = dap.client.mark()
     dap.client.ok("continue", {"threadId": dap.thread})
     stop = dap.stopped(after=mark)
-    assert BACKWARD_STOP.match(stop["description"]), stop
+    found = BACKWARD_STOP.match(stop["description"])
+    assert found, stop
     frames = dap.frames()
+    # its disassembly, in a window of its own: the node at the IP
+    ip = frames[0]["instructionPointerReference"]
+    (row,) = dap.disassemble(ip, 0, 1)
+    assert row["instruction"].split()[0] == found[4] and \
+        row["symbol"] == f"backward of graph {found[1]} aot_eager", row
+    assert parse_address(ip)[1] == int(found[2]) - 1, (ip, found)
     # the backward's node at the user's forward line it is the gradient of
     assert frames[0]["name"].startswith("[backward of graph ") and \
         os.path.samefile(frames[0]["source"]["path"], BACKWARD), frames

@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from dyndbg.cpython import NULL
-from dyndbg.dap.addresses import MAX_INSTRUCTIONS, address, disassemble, find_entry, \
-    parse_address
+from dyndbg.dap.addresses import MAX_INSTRUCTIONS, GraphRow, address, disassemble, \
+    disassemble_graph, find_entry, graph_address, graph_of, graph_serial, parse_address
 from dyndbg.dap.bytecode_source import bytecode_listing, serial_of_path, virtual_path
 from dyndbg.dap.variables import References, StaleReference, variable
 from dyndbg.dynamo.compiles import current_compile_id
@@ -214,6 +214,75 @@ def test_location_only_on_the_first_row_and_where_the_line_changes(
         located.append(sum("location" in row for row in rows))
     # The transformed code's graph call is on the def line, the break on the print's.
     assert max(located) >= 2, "no line change seen"
+
+
+# -- a compiled graph's window (issue 50) ----------------------------------------------------
+# Rows as a graph stop lists them: (text, the user's (file, line) or None).
+GRAPH_ROWS = [GraphRow("x   placeholder  x", None),
+              GraphRow("a   call_function  torch.sin", ("/p/prog.py", 7)),
+              GraphRow("b   call_function  operator.add", ("/p/prog.py", 7)),
+              GraphRow("c   call_function  torch.cos", ("/p/lib.py", 3)),
+              GraphRow("output   output  output", None),
+              GraphRow("d   call_method  sum", ("/p/prog.py", 7))]
+
+
+def _graph_rows(reference: int, instruction_offset: int, count: int, serial: int | None = None,
+                ) -> list[dict]:
+    serial = graph_serial(2, False) if serial is None else serial
+    return disassemble_graph(serial, len(GRAPH_ROWS), GRAPH_ROWS.__getitem__,
+                             "graph 2 eager forward", reference, 0, instruction_offset, count)
+
+
+def test_graph_windows_lie_above_every_code_objects_and_parse_back() -> None:
+    forward, backward = graph_serial(2, False), graph_serial(2, True)
+    assert len({forward, backward, graph_serial(3, False)}) == 3
+    assert graph_of(forward) == (2, False) and graph_of(backward) == (2, True)
+    assert graph_of(0) is None and graph_of(1000) is None     # code objects' serials
+    for serial in (forward, backward):
+        for index in (0, 5, -3):
+            assert parse_address(graph_address(serial, index)) == (serial, index)
+
+
+def test_graph_rows_page_as_code_rows_do() -> None:
+    """VS Code's shapes on a graph's window: exactly the rows asked for, one
+    address a row, ascending, padding below the first and past the last row,
+    far requests kept in the window, count <= 0 none."""
+    serial = graph_serial(2, False)
+    rows = _graph_rows(3, -200, 400)
+    assert len(rows) == 400 and rows[200]["address"] == graph_address(serial, 3)
+    values = _check_addresses(rows)
+    real = _real(rows)
+    assert [r["instruction"] for r in real] == [row.text for row in GRAPH_ROWS]
+    assert [r["address"] for r in real] == \
+        [graph_address(serial, i) for i in range(len(GRAPH_ROWS))]
+    assert {r["symbol"] for r in real} == {"graph 2 eager forward"}
+    assert all(v - values[0] == i for i, v in enumerate(values))    # one address a row, padding too
+    assert [r["address"] for r in _graph_rows(3, 0, 1)] == [graph_address(serial, 3)]
+    below = _graph_rows(len(GRAPH_ROWS) - 1, 1, 20)
+    assert len(below) == 20 and _real(below) == [] and \
+        below[0]["address"] == graph_address(serial, len(GRAPH_ROWS))
+    for far in (-10**9, 10**9):
+        rows = _graph_rows(0, far, 400)
+        assert len(rows) == 400 and _real(rows) == []
+        _check_addresses(rows)
+        assert {parse_address(r["address"])[0] for r in rows} == {serial}  # type: ignore[index]
+    assert _graph_rows(0, 0, 0) == [] and _graph_rows(0, 0, -5) == []
+    assert len(_graph_rows(0, 0, 10 * MAX_INSTRUCTIONS)) == MAX_INSTRUCTIONS
+    for row in _graph_rows(0, -30, 60):     # any row's address sent back names the same row
+        window, index = parse_address(row["address"])  # type: ignore[misc]
+        assert window == serial and _graph_rows(index, 0, 1)[0]["address"] == row["address"]
+
+
+def test_graph_rows_name_their_user_line_where_it_changes() -> None:
+    """The first row with a source names it, then each row whose source
+    differs from the last one named; a row torch kept no line for names none."""
+    rows = _real(_graph_rows(0, 0, len(GRAPH_ROWS)))
+    located = [(r["location"], r["line"]) if "location" in r else None for r in rows]
+    assert located == [None, ({"name": "prog.py", "path": "/p/prog.py"}, 7), None,
+                       ({"name": "lib.py", "path": "/p/lib.py"}, 3), None,
+                       ({"name": "prog.py", "path": "/p/prog.py"}, 7)]
+    # a page starting mid-graph names the first row's source
+    assert _real(_graph_rows(2, 0, 1))[0]["location"]["path"] == "/p/prog.py"
 
 
 # -- the virtual bytecode source -----------------------------------------------------------------

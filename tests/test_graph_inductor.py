@@ -463,3 +463,49 @@ def call(args):
     first, second = [s for s in parsed.steps if s.kernel == "extern_kernels.mm"]
     assert first.partly == ("buf5",) and "buf5" in first.writes
     assert second.partly == () and second.writes == ("buf6",)
+
+
+@pytest.mark.slow
+def test_the_editors_disassembly_lists_the_output_code_steps(account: Account) -> None:
+    """Through a real DAP client (the output code loaded from inductor's
+    cache, as in `stepped`): at a stop inside the graph, the graph frame's
+    instruction pointer is the step's row, and `disassemble` there lists
+    the steps of `call` torch's module has, in order, each with its source
+    line and the nodes inductor records for a kernel, at the user line of
+    the first; granularity "instruction" steps one of them."""
+    from dap_session import adapter_session
+    from dyndbg.dap.addresses import parse_address
+
+    text = account.source.splitlines()
+    with adapter_session() as dap:
+        dap.start("launch", {"program": str(PROGRAM), "cwd": str(ROOT), "args": ["inductor"],
+                             "stopOnEntry": False},
+                  function_breakpoints=[{"name": "__compiled_fn_*"}])
+        dap.stopped(reason="function breakpoint")
+        first = dap.step("stepIn")
+        assert first["description"].startswith("[graph 1 inductor forward] step 1/"), first
+        ip = dap.top()["instructionPointerReference"]
+        assert parse_address(ip)[1] == 0, ip
+        rows = dap.disassemble(ip, -5, len(account.stops) + 10)
+        second = dap.step("next", "instruction")
+        assert second["description"].startswith("[graph 1 inductor forward] step 2/"), second
+        moved = dap.top()["instructionPointerReference"]
+        assert int(moved, 0) == int(ip, 0) + 1, (ip, moved)
+        dap.client.ok("continue", {"threadId": dap.thread})
+        dap.wait_end(0)
+    assert len(rows) == len(account.stops) + 10 and rows[5]["address"] == ip, rows
+    listed = [r for r in rows if r.get("presentationHint") != "invalid"]
+    assert len(listed) == len(account.stops), listed
+    kernels = {k.line: k for k in account.kernels}
+    place = None
+    for row, line in zip(listed, account.stops):
+        shown, _, names = row["instruction"].partition("  # ")
+        assert shown.split(None, 1) == [str(line), text[line - 1].strip()], (row, line)
+        if "location" in row:
+            place = f"{os.path.basename(row['location']['path'])}:{row['line']}"
+        if line not in kernels:
+            assert not names, row
+            continue
+        nodes = _named(account, kernels[line])
+        assert tuple(names.split(", ")) == nodes, (row, nodes)
+        assert place == _user_line(account.nodes[nodes[0]]), (row, place)

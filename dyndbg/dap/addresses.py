@@ -1,5 +1,5 @@
-"""Instruction addresses of generated code, and the body of a DAP
-`disassemble` response (pure: no I/O, no torch).
+"""Instruction addresses of generated code and of compiled graphs' steps,
+and the body of a DAP `disassemble` response (pure: no I/O, no torch).
 
 An address is `((serial + 1) << 20) | offset`, written as lowercase hex: the
 registry's serial (registration order) makes it the same in every run of the
@@ -7,11 +7,16 @@ same script, so an editor can restore instruction breakpoints, and it goes up
 with the offset inside one code object. VS Code's disassembly view needs every
 address of a response to parse as a BigInt, be unique and ascend, padding
 rows included, and wants exactly the number of rows it asked for.
+
+A compiled graph (issue 50) has a window of its own, above every code
+object's: graph N's forward at serial `GRAPH_SERIALS + 2 * N`, its backward
+at the next, one address per row (an FX node, or a step of inductor's output
+code), so that the address of a graph's step is the same in every run too.
 """
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from typing import Callable, Iterable, NamedTuple
 
 from dyndbg.dynamo.compiles import GeneratedCode
 from dyndbg.engine.codeinfo import CodeInfo, Instr
@@ -23,17 +28,39 @@ HALF = WINDOW >> 1               # offsets below 0 down to -HALF are padding bef
 # The most rows one response carries; the handler answers a larger request
 # with an error rather than build a huge list.
 MAX_INSTRUCTIONS = 10000
+# Serials from here up are compiled graphs' windows (a million code objects below).
+GRAPH_SERIALS = 1 << 20
+
+Source = tuple[str, int | None]   # the (file, line) a row comes from
 
 
 def address(entry: GeneratedCode, offset: int) -> str:
     """`0x100000` for offset 0 of the first registered code object."""
-    return "0x%x" % (((entry.serial + 1) << SHIFT) | offset)
+    return _address_at(entry.serial, offset)
 
 
-def _address_at(entry: GeneratedCode, byte: int) -> str:
-    """The address of `byte` in the window of `entry`, padding (a negative
+def _address_at(serial: int, byte: int) -> str:
+    """The address of `byte` in the window of `serial`, padding (a negative
     byte, or one past the end) included."""
-    return "0x%x" % (((entry.serial + 1) << SHIFT) + byte)
+    return "0x%x" % (((serial + 1) << SHIFT) + byte)
+
+
+def graph_serial(number: int, backward: bool) -> int:
+    """The window of graph `number`'s forward, or of its backward."""
+    return GRAPH_SERIALS + 2 * number + int(backward)
+
+
+def graph_of(serial: int) -> tuple[int, bool] | None:
+    """(graph number, backward) of a graph's window; None for a code object's."""
+    if serial < GRAPH_SERIALS:
+        return None
+    number, backward = divmod(serial - GRAPH_SERIALS, 2)
+    return number, bool(backward)
+
+
+def graph_address(serial: int, index: int) -> str:
+    """The address of row `index` (a node, or an output-code step) of a graph's window."""
+    return _address_at(serial, index)
 
 
 def parse_address(text: str) -> tuple[int, int] | None:
@@ -93,32 +120,68 @@ def disassemble(entry: GeneratedCode, info: CodeInfo, memory_reference_offset: i
     first instruction and just past its last byte. A request further than
     HALF bytes outside the code is moved back to that bound, so that every
     address stays in the code object's window (and positive)."""
+    code = entry.code.co_code
+    path = entry.code.co_filename
+    start = _start_position(info, memory_reference_offset + offset, len(code)) + instruction_offset
+
+    def row_at(position: int) -> tuple[dict, Source]:
+        instr = info.instructions[position]
+        return _row(entry, info, instr, code, rename), (path, instr.line)
+    return _window(entry.serial, len(info), len(code), start, count, row_at)
+
+
+class GraphRow(NamedTuple):
+    """One row of a graph's listing: its text, and the user's (file, line)
+    it comes from (None where torch kept none)."""
+
+    text: str
+    source: Source | None
+
+
+def disassemble_graph(serial: int, length: int, row_at: Callable[[int], GraphRow],
+                      symbol: str, memory_reference_offset: int, offset: int,
+                      instruction_offset: int, count: int) -> list[dict]:
+    """The `instructions` of a `disassemble` response in a graph's window
+    (`length` rows, row i at `graph_address(serial, i)`, `row_at(i)` its
+    text and source): as `disassemble` gives a code object's, one address a
+    row, padding rows below the first and past the last."""
+    def row(position: int) -> tuple[dict, Source | None]:
+        listed = row_at(position)
+        return ({"address": graph_address(serial, position), "instruction": listed.text,
+                 "symbol": symbol}, listed.source)
+    start = memory_reference_offset + offset + instruction_offset
+    return _window(serial, length, length, start, count, row)
+
+
+def _window(serial: int, length: int, end: int, start: int, count: int,
+            row_at: Callable[[int], tuple[dict, Source | None]]) -> list[dict]:
+    """Exactly `count` rows (at most MAX_INSTRUCTIONS; count <= 0 gives
+    none) from row `start` of a window of `length` real rows, `row_at(i)`
+    giving row i and its source. Rows outside are padding at the addresses
+    below the window's base and from byte `end` up; a start further than
+    HALF outside is moved back to that bound. A row names its source
+    (`location`, `line`) where it is the first to have one or its source
+    differs from the previous one's."""
     count = min(count, MAX_INSTRUCTIONS)
     if count <= 0:
         return []
-    code = entry.code.co_code
-    codelen = len(code)
-    n = len(info)
-    start = _start_position(info, memory_reference_offset + offset, codelen) + instruction_offset
-    # Keep every address inside the code object's window (see parse_address).
-    start = max(-HALF, min(start, n + HALF - codelen - count))
+    # Keep every address inside the window (see parse_address).
+    start = max(-HALF, min(start, length + HALF - end - count))
     rows: list[dict] = []
-    located = False
-    previous_line: int | None = None
-    path = entry.code.co_filename
+    previous: Source | None = None
     for position in range(start, start + count):
         if position < 0:
-            rows.append(_padding(_address_at(entry, position)))
-        elif position >= n:
-            rows.append(_padding(_address_at(entry, codelen + position - n)))
+            rows.append(_padding(_address_at(serial, position)))
+        elif position >= length:
+            rows.append(_padding(_address_at(serial, end + position - length)))
         else:
-            instr = info.instructions[position]
-            row = _row(entry, info, instr, code, rename)
-            if not located or instr.line != previous_line:
+            row, source = row_at(position)
+            if source is not None and source != previous:
+                path, line = source
                 row["location"] = {"name": os.path.basename(path), "path": path}
-                if instr.line is not None:
-                    row["line"] = instr.line
-                located, previous_line = True, instr.line
+                if line is not None:
+                    row["line"] = line
+                previous = source
             rows.append(row)
     return rows
 

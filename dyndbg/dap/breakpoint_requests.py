@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from dyndbg.dap.addresses import parse_address
+from dyndbg.dap.addresses import graph_of, parse_address
 from dyndbg.dap.bytecode_source import serial_of_path
 from dyndbg.dap.capabilities import ExceptionFilter
 from dyndbg.dap.code_requests import FILE_REFERENCES
@@ -100,6 +100,10 @@ class BreakpointRequests:
             parsed = parse_address(reference) if isinstance(reference, str) else None
             entry = self.requests.code.entry_of(parsed[0]) if parsed else None
             extra = spec.get("offset") or 0
+            if parsed is not None and graph_of(parsed[0]) is not None:
+                raise _Unverified(f"{reference!r} is a step of a compiled graph: instruction "
+                                  "breakpoints are in generated code only (a line breakpoint "
+                                  "on the step's user line stops in an eager or aot_eager graph)")
             if parsed is None or entry is None or not isinstance(extra, int):
                 raise _Unverified(f"{reference!r} is not the address of generated code")
             try:

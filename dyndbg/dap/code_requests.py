@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import linecache
 import os
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TYPE_CHECKING, NamedTuple, TypeGuard
 
-from dyndbg.dap.addresses import MAX_INSTRUCTIONS, address, disassemble, find_entry, parse_address
+from dyndbg.dap.addresses import (MAX_INSTRUCTIONS, address, disassemble, find_entry, graph_of,
+                                  parse_address)
 from dyndbg.dap.bytecode_source import BytecodeListing, bytecode_listing, virtual_path
 from dyndbg.dap.protocol import RequestError
 from dyndbg.dynamo.compiles import GeneratedCode
@@ -113,27 +114,23 @@ class CodeRequests:
 
     # -- instructions ------------------------------------------------------------------------
     def r_disassemble(self, arguments: dict) -> dict:
-        reference = arguments.get("memoryReference")
-        count = arguments.get("instructionCount")
-        offset = arguments.get("offset") or 0
-        instruction_offset = arguments.get("instructionOffset") or 0
-        if not isinstance(reference, str):
-            raise RequestError("'memoryReference' must be a string (an instruction's address)")
-        if not (_is_int(count) and _is_int(offset) and _is_int(instruction_offset)):
-            raise RequestError("'instructionCount', 'offset' and 'instructionOffset' must be "
-                               "integers")
-        if count > MAX_INSTRUCTIONS:
-            raise RequestError(f"at most {MAX_INSTRUCTIONS} instructions a request")
-        parsed = parse_address(reference)
-        entry = self.entry_of(parsed[0]) if parsed is not None else None
-        if parsed is None or entry is None:
-            raise RequestError(f"{reference!r} is not the address of generated code")
+        request = disassemble_request(arguments)
+        entry = self.entry_of(request.serial)
+        if entry is None:
+            graph = graph_of(request.serial)
+            if graph is not None:   # a graph's window, served while stopped inside it
+                number, backward = graph
+                raise RequestError(f"{request.reference!r} is a step of "
+                                   f"{'the backward of ' if backward else ''}graph {number}: "
+                                   "its steps are listed while stopped inside it")
+            raise RequestError(f"{request.reference!r} is not the address of generated code")
         info = self.requests.engine.info_for(entry)
         stop = self.requests.stop
         # As `ll` names dynamo's globals (`graph 2`), where a stopped frame has them.
         rename = render.renamer(stop.frame) if stop is not None else (lambda text: text)
-        return {"instructions": disassemble(entry, info, parsed[1], offset,
-                                            instruction_offset, count, rename)}
+        return {"instructions": disassemble(entry, info, request.byte, request.offset,
+                                            request.instruction_offset,
+                                            request.instruction_count, rename)}
 
     # -- new code ----------------------------------------------------------------------------
     def code_added(self, entry: GeneratedCode) -> None:
@@ -159,6 +156,34 @@ class CodeRequests:
             self.requests.event("dyndbg/recompile", body)
         if entry.is_resume:
             self.requests.event("dyndbg/graphBreak", body)
+
+
+class DisassembleRequest(NamedTuple):
+    reference: str            # memoryReference, as sent
+    serial: int               # its window: a code object's serial, or a graph's
+    byte: int                 # its offset in that window
+    offset: int
+    instruction_offset: int
+    instruction_count: int
+
+
+def disassemble_request(arguments: dict) -> DisassembleRequest:
+    """A `disassemble` request's arguments, checked; its memoryReference parsed."""
+    reference = arguments.get("memoryReference")
+    count = arguments.get("instructionCount")
+    offset = arguments.get("offset") or 0
+    instruction_offset = arguments.get("instructionOffset") or 0
+    if not isinstance(reference, str):
+        raise RequestError("'memoryReference' must be a string (an instruction's address)")
+    if not (_is_int(count) and _is_int(offset) and _is_int(instruction_offset)):
+        raise RequestError("'instructionCount', 'offset' and 'instructionOffset' must be "
+                           "integers")
+    if count > MAX_INSTRUCTIONS:
+        raise RequestError(f"at most {MAX_INSTRUCTIONS} instructions a request")
+    parsed = parse_address(reference)
+    if parsed is None:
+        raise RequestError(f"{reference!r} is not the address of generated code")
+    return DisassembleRequest(reference, parsed[0], parsed[1], offset, instruction_offset, count)
 
 
 def _is_int(value: object) -> TypeGuard[int]:

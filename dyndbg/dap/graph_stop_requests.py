@@ -8,7 +8,11 @@ node's stack trace), so the editor highlights the user's line. Its scope
 the inputs included; the node's own inputs come first in "Node inputs".
 next and stepIn run the node and stop before the next one (after the last,
 at the generated instruction after the call), stepOut runs the rest of the
-graph and stops there, continue runs on. The debug console runs the
+graph and stops there, continue runs on, whatever the granularity (a node,
+or an output-code step, is the graph's instruction). The graph frame's
+instruction pointer is its node's row in the graph's own address window
+(addresses.py): `disassemble` there lists the graph's nodes, or its output
+code's steps, as `l` does, each at its user line. The debug console runs the
 prompt's graph-stop commands (`locals`, `p NODE`, `l`). What only makes
 sense for generated code is refused with the reason.
 """
@@ -16,12 +20,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from dyndbg.dap.addresses import GraphRow, disassemble_graph, graph_address, graph_serial
+from dyndbg.dap.code_requests import disassemble_request
 from dyndbg.dap.protocol import RequestError
 from dyndbg.dap.stop_requests import console, family_handler, stack_trace, variables_of
 from dyndbg.dap.variables import References, variable
 from dyndbg.dynamo.graphs.inductor_steps import OutputCodeGraph
-from dyndbg.dynamo.graphs.stepping import MISSING, node_step
+from dyndbg.dynamo.graphs.lookup import node_frame
+from dyndbg.dynamo.graphs.stepping import MISSING, SteppedGraph, node_step
 from dyndbg.engine.stop import GraphStop
+from dyndbg.ui.text.graph_steps import node_line
+from dyndbg.ui.text.kernel_steps import step_line
 
 if TYPE_CHECKING:
     from dyndbg.dap.hub import Hub
@@ -34,7 +43,6 @@ CALLER_FRAME = GRAPH_FRAME + 1   # the generated frame that called it
 
 NOT_GENERATED = "the program is inside compiled graph {n}, between its nodes"
 REFUSED = {
-    "disassemble": "disassemble: " + NOT_GENERATED + " (the debug console's `l` lists them)",
     "stepBack": "stepBack: the recording holds generated code only; " + NOT_GENERATED,
     "reverseContinue": "reverseContinue: the recording holds generated code only; "
                        + NOT_GENERATED,
@@ -50,14 +58,30 @@ def stop_description(stop: GraphStop, shown: str) -> str:
     return next((line for line in lines if line.startswith(stop.tag)), stop.tag)
 
 
-def user_place(stop: GraphStop) -> tuple[str, int] | None:
-    """The user's (file, line) of the node about to run, or of the first
-    node the inductor step computes; None where torch kept none."""
-    graph = stop.graph
+def user_place(graph: SteppedGraph, step: object) -> tuple[str, int] | None:
+    """The user's (file, line) of an FX node, or of the first node an
+    inductor step computes; None where torch kept none."""
     if isinstance(graph, OutputCodeGraph):
-        places = graph.user_places(stop.node)  # type: ignore[arg-type]  # a CodeStep
+        places = graph.user_places(step)  # type: ignore[arg-type]  # a CodeStep
         return places[0] if places else None
-    return node_step(graph, stop.node, stop.frame.f_locals).place
+    return node_frame(step)
+
+
+def graph_rows(graph: SteppedGraph) -> list:
+    """What a graph's disassembly lists, a row each, in the order of
+    `index_of`: its FX nodes, or its output code's steps (the stops)."""
+    return graph.stops if isinstance(graph, OutputCodeGraph) else list(graph.nodes)
+
+
+def graph_window(graph: SteppedGraph) -> int:
+    """The graph's address window (addresses.graph_serial)."""
+    return graph_serial(graph.number, graph.part == "backward")
+
+
+def graph_row(graph: SteppedGraph, step: object) -> GraphRow:
+    """A row of the graph's disassembly: as `l` lists it, at its user line."""
+    text = step_line(step) if isinstance(graph, OutputCodeGraph) else node_line(step)  # type: ignore[arg-type]  # a CodeStep
+    return GraphRow(text, user_place(graph, step))
 
 
 def step_inputs(stop: GraphStop) -> list[tuple[str, object]]:
@@ -101,7 +125,10 @@ class GraphStopRequests:
         stop = self.checked_stop()
         graph: dict[str, Any] = {"id": GRAPH_FRAME, "column": 1,
                                  "name": f"{stop.tag} {stop.node.name}"}  # type: ignore[attr-defined]  # an FX node or a CodeStep
-        place = user_place(stop)
+        index = stop.graph.index_of(stop.node)
+        if index >= 0:
+            graph["instructionPointerReference"] = graph_address(graph_window(stop.graph), index)
+        place = user_place(stop.graph, stop.node)
         if place is not None:
             path, line = place
             graph.update(self.requests.code.file_source(path))
@@ -118,6 +145,21 @@ class GraphStopRequests:
                 frames.append(self.requests.code.frame_dict(CALLER_FRAME, entry.label(), entry,
                                                             instr, caller.f_code.co_filename))
         return stack_trace(frames, arguments)
+
+    # -- the graph's steps as instructions ------------------------------------------------------
+    def r_disassemble(self, arguments: dict) -> dict:
+        """The graph's rows in its own window; any other address (the calling
+        frame's generated code) as at any stop."""
+        request = disassemble_request(arguments)
+        stop = self.checked_stop()
+        graph = stop.graph
+        window = graph_window(graph)
+        if request.serial != window:
+            return self.requests.code.r_disassemble(arguments)
+        rows = graph_rows(graph)
+        return {"instructions": disassemble_graph(
+            window, len(rows), lambda i: graph_row(graph, rows[i]), stop.tag.strip("[]"),
+            request.byte, request.offset, request.instruction_offset, request.instruction_count)}
 
     # -- scopes and variables ----------------------------------------------------------------
     def r_scopes(self, arguments: dict) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from dyndbg.dynamo.graphs.inductor_steps import OutputCodeGraph
-from dyndbg.dynamo.graphs.stepping import MISSING, node_step, target_text
+from dyndbg.dynamo.graphs.stepping import MISSING, node_step
 from dyndbg.engine.stop import GraphStop
 from dyndbg.ui.commands import kernel_stops
 from dyndbg.ui.commands.breakpoints import deleted_at_stop
@@ -206,7 +206,6 @@ class GraphStopCommands:
         if isinstance(stop.graph, OutputCodeGraph):
             return kernel_stops.print_list(self.host, stop, stop.graph)
         for node in stop.graph.nodes:
-            mark = "->" if node is stop.node else "  "
-            self.host.write(f"{mark} {node.name:<20} {node.op:<14} {target_text(node.target)}")
+            self.host.write(f"{'->' if node is stop.node else '  '} {graph_steps.node_line(node)}")
 
     do_l = do_ll = do_graph = do_list

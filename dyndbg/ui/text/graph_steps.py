@@ -12,7 +12,7 @@ from __future__ import annotations
 import linecache
 import os
 
-from dyndbg.dynamo.graphs.stepping import MISSING, NodeStep
+from dyndbg.dynamo.graphs.stepping import MISSING, NodeStep, target_text
 from dyndbg.ui.text.values import summarize
 
 
@@ -58,6 +58,12 @@ def toolbar_text(tag: str, step: NodeStep) -> str:
     """The toolbar's place at a graph stop: `graph 1 eager forward | node 6/11 linear`."""
     position = f"node {step.index + 1}/{step.count}" if step.index >= 0 else "node"
     return f"{tag.strip('[]')} | {position} {step.name}"
+
+
+def node_line(node: object) -> str:
+    """One node as `l` lists it at a graph stop (and the editor's disassembly):
+    `relu                 call_function  torch.ops.aten.relu.default`."""
+    return f"{node.name:<20} {node.op:<14} {target_text(node.target)}"  # type: ignore[attr-defined]  # an FX node
 
 
 def values_lines(values: list[tuple[str, object]]) -> list[str]:

@@ -95,9 +95,12 @@ def place_lines(node: str, place: NodePlace) -> tuple[str, object] | str:
 
 def list_lines(steps: list[CodeStep], current: CodeStep) -> list[str]:
     """`l`: the output code's steps, `->` at the one about to run."""
-    out = []
-    for step in steps:
-        mark = "->" if step is current else "  "
-        nodes = f"  # {', '.join(step.nodes)}" if step.nodes else ""
-        out.append(f"{mark} {step.line:>4} {step.text}{nodes}")
-    return out
+    return [f"{'->' if step is current else '  '} {step_line(step)}" for step in steps]
+
+
+def step_line(step: CodeStep) -> str:
+    """One output-code statement as `l` lists it (and the editor's
+    disassembly): its line, its text, the nodes inductor records for it
+    (`  12 cpp_fused_relu_0(buf1)  # h`)."""
+    nodes = f"  # {', '.join(step.nodes)}" if step.nodes else ""
+    return f"{step.line:>4} {step.text}{nodes}"
