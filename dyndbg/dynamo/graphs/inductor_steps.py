@@ -4,7 +4,7 @@
 Measured on torch 2.13 CPU: the `__compiled_fn_*` global leads (wrapper
 edges, lookup._neighbours) to inductor's `CompiledFxGraph`: under no_grad
 directly, in training as `CompiledFunction.compiled_fw` (the backward's,
-`compiled_bw`, is compiled at the first backward() and is not stepped here).
+`compiled_bw`, compiled at the first backward(): inductor_backward.py).
 It holds:
 - `current_callable`: the bound method `Runner.call` of the output code
   module (a plain module-level `call` on older torch); the code object
@@ -95,6 +95,7 @@ class Where(Enum):
     FUSED = "fused"               # computed inside a kernel, never stored
     FREED = "freed"
     UNKNOWN = "unknown"
+    UNNAMED = "unnamed"           # a backward's: no kernel is named as computing it
 
 
 class NodePlace(NamedTuple):
@@ -114,7 +115,7 @@ class OutputCodeGraph:
 
     name: str                 # the `__compiled_fn_*` global
     number: int               # graph N
-    part: str                 # "forward"
+    part: str                 # "forward", or "backward" (inductor_backward.py)
     backend: str
     gm: object = field(repr=False)           # dynamo's GraphModule (node names, stack traces)
     code: types.CodeType | None = field(repr=False)   # the output code's `call`
@@ -128,6 +129,10 @@ class OutputCodeGraph:
         return [s for s in self.steps if s.stops]
 
     def __post_init__(self) -> None:
+        self._index()
+
+    def _index(self) -> None:
+        """Each stop's step by its line (again once the steps are read)."""
         self._by_line: dict[int, CodeStep] = {}
         for step in self.steps:
             if step.stops:

@@ -23,7 +23,8 @@ def print_stop(host: Host, stop: GraphStop, graph: OutputCodeGraph) -> None:
     step = _step(stop)
     held = graph.held(step, stop.frame.f_locals)
     for line in kernel_steps.stop_lines(stop.tag, step, graph.index_of(step), len(graph.stops),
-                                        graph.user_places(step), held):
+                                        graph.user_places(step), held,
+                                        backward=graph.part == "backward"):
         host.write(line)
 
 
