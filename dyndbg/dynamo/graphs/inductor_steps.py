@@ -183,12 +183,26 @@ class OutputCodeGraph:
 
     def held(self, before: CodeStep | None, frame_locals: dict) -> list[Held]:
         """The inputs still held and the buffers made so far, at the stop
-        before step `before`, with the frame's values."""
+        before step `before`, with the frame's values; a buffer that is an
+        input reused (`buf3 = relu; del relu  # reuse`, a kernel then writes
+        it in place) as that input until a kernel writes it."""
         out = [Held(n, BufferState.INPUT, frame_locals[n], None, self.input_label(n))
                for n in self.inputs if n in frame_locals]
+        sources = {name: step.source for step in self.steps
+                   if step.kind in (StepKind.ALIAS, StepKind.REINTERPRET)
+                   and (before is None or step.line < before.line) for name in step.defines}
         for name, (state, writer) in self._states(before).items():
-            if name in frame_locals and state is not BufferState.INPUT:
+            if name not in frame_locals or name in self.inputs:
+                continue
+            if state is not BufferState.INPUT:
                 out.append(Held(name, state, frame_locals[name], writer))
+                continue
+            base, seen = name, {name}
+            while base in sources and base not in self.inputs and sources[base] not in seen:
+                base = sources[base]
+                seen.add(base)
+            if base in self.inputs:
+                out.append(Held(name, state, frame_locals[name], None, self.input_label(base) or base))
         return out
 
     def values(self, frame_locals: dict) -> list[tuple[str, object]]:

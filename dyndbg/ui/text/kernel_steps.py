@@ -65,7 +65,7 @@ def computes_text(step: CodeStep, places: list[tuple[str, int]]) -> str:
     if step.nodes:
         return f"computes {', '.join(step.nodes)} (inductor's {step.provenance})"
     if places:
-        return "computes nodes inductor does not name; its line map records their lines:"
+        return "computes nodes inductor does not name; lines its line map records for them:"
     return "computes no node inductor records"
 
 
