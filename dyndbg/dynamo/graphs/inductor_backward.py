@@ -21,7 +21,8 @@ Measured on torch 2.13 (2.14 and 2.15 read the same in their sources):
   (aot_autograd_result.serialize_graph_module assigns each `node.meta = {}`:
   the old dicts survive). So the account of the nodes is taken when
   `CompiledFunction.backward` starts, before that compile: `save_account`,
-  a copy of the nodes' names, ops and users holding their own meta dicts.
+  a copy of the nodes' names, ops and users holding their own meta dicts
+  (taken later, once that compile ran, the names alone).
   On a hit of AOT's cache (`CachedAutogradLazyBackwardCompileInfo`) no
   graph with meta exists in the process: the kernels name the nodes of
   inductor's comments, and their lines come from its line map alone.
@@ -71,15 +72,18 @@ class SavedNode:
 
 def save_account(cls: type) -> None:
     """Keep the nodes of `cls`'s backward graph with their meta, where AOT
-    still holds them (before its lazy compile strips them); once per class."""
+    still holds them (before its lazy compile strips the meta); once per
+    class. Watched only from `catch backward` or `catch nan` on: set after the
+    first backward() ran, the nodes keep their names only (their lines then
+    come from the line map)."""
     if cls in _ACCOUNTS:
         return
     info = vars(cls).get("_lazy_backward_info")
-    module = getattr(info, "bw_module", None)
+    module = getattr(info, "bw_module", None)    # none after a hit of AOT's cache
     graph = getattr(module, "graph", None)
     nodes = list(getattr(graph, "nodes", None) or ())
-    if not nodes or not any(n.meta.get("stack_trace") for n in nodes):
-        return      # none, or stripped already: said by the stop (no node lines)
+    if not nodes:
+        return
     saved = {id(n): SavedNode(n.name, n.op, n.target, n.meta) for n in nodes}
     for node in nodes:
         copy = saved[id(node)]

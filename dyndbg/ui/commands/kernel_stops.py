@@ -61,8 +61,8 @@ def print_value(host: Host, stop: GraphStop, graph: OutputCodeGraph, name: str) 
             host.write(safe_repr(shown[1]))
         return
     if graph.part == "backward" and not graph.nodes and any(name in s.nodes for s in graph.steps):
-        raise CommandError(f"{name}: inductor's comments name it, but no graph with its nodes "
-                           "is in this process (AOT's cache had this backward compiled); "
+        raise CommandError(f"{name}: inductor's comments name it, but AOT's cache had this "
+                           "backward compiled: no graph of it with its nodes is in this process; "
                            "`locals` shows the buffers")
     raise CommandError(f"graph {graph.number} has no node, input or buffer {name!r} held now")
 
