@@ -228,19 +228,6 @@ def test_catch_backward_of_a_graph_not_there_and_help(tmp_path: Path, account: A
     assert lines[:lines.index(ACCOUNT_START)] == account.output
 
 
-def test_catch_backward_of_an_inductor_graph_says_it_runs_on(tmp_path: Path) -> None:
-    """inductor's compiled backward is code of its own, no GraphModule: one
-    line, and no stop; the program computes what it computes."""
-    plain = run_plain(PROGRAM, "inductor")
-    assert plain.returncode == 0, plain.stderr[-3000:]
-    run = _run(["inductor"], ["catch backward", "c"], tmp_path)
-    said = [line for line in run.transcript.splitlines() if "gives no way in" in line]
-    assert said == ["dyndbg: backward of graph 1: its backend (inductor) gives no way in; "
-                    "running on"], run.transcript[-3000:]
-    assert not [line for line in run.transcript.splitlines() if CAUGHT.match(line)]
-    assert run.stdout == plain.stdout
-
-
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring is the mechanism on 3.12+")
 def test_catch_backward_on_settrace_where_sys_monitoring_is_the_default(
         tmp_path: Path, account: Account) -> None:

@@ -26,8 +26,8 @@ EXCEPTION_FILTERS = [
                     "instruction (generated code runs traced to keep its stack)"},
     {"filter": ExceptionFilter.BACKWARD.value, "default": False,
      "label": "Compiled backward starts (catch backward)",
-     "description": "stop before the first node of a compiled graph's backward inside "
-                    "loss.backward() (aot_eager), then step its nodes"},
+     "description": "stop before the first node (aot_eager) or kernel step (inductor) of a "
+                    "compiled graph's backward inside loss.backward(), then step it"},
     {"filter": ExceptionFilter.NAN.value, "default": False,
      "label": "NaN or Inf in a compiled graph (catch nan)",
      "description": "stop right after the first node of a compiled graph (eager, aot_eager "

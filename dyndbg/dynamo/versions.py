@@ -55,6 +55,14 @@ differences belong here too.
 - 2.15: an exception may skip the frame for this call only
   (`apply_to_code` False); 2.13 has no such attribute and skips the code
   from then on: compiles/skips.py reads it with that default.
+- the same on 2.13, 2.14 and 2.15 (tests/test_graph_inductor_backward.py
+  passes on each; read by graphs/inductor_backward.py): AOT's
+  `CompiledFunction._lazy_backward_info.bw_module` (an
+  AutogradLazyBackwardCompileInfo; a CachedAutogradLazyBackwardCompileInfo,
+  with no graph, after a hit of AOT's cache), whose nodes' meta AOT's cache
+  entry strips by assigning `node.meta = {}`; `CompiledFunction.compiled_bw`
+  leading to inductor's CompiledFxGraph (`current_callable`,
+  `compiled_fn_runner`, `source_code`, `cache_linemap`).
 """
 from __future__ import annotations
 

@@ -6,10 +6,15 @@ otherwise), the tracing mechanism watches one code object, AOT autograd's
 `CompiledFunction.backward`, which autograd calls for every compiled
 graph's backward (dynamo/graphs/backward.py). When it starts for a graph a
 catchpoint names, the graph stepper (graph_stepping.py) is pointed at that
-graph's backward GraphModule, as `s` at a forward graph's call points it at
-the forward's: its first node's line stops, if the catchpoint's condition
-and ignore count let it (counted as a hit there); then `s`/`n` step its
-nodes and `r`/`c` run on.
+graph's backward GraphModule (aot_eager) or inductor's output code for it
+(dynamo/graphs/inductor_backward.py), as `s` at a forward graph's call
+points it at the forward's: its first node's (or output-code step's) line
+stops, if the catchpoint's condition and ignore count let it (counted as a
+hit there); then `s`/`n` step its nodes or kernels and `r`/`c` run on.
+Where the backward is compiled in this call, its code is recognized as it
+starts (any call is offered meanwhile: Tracer.watch_graph(None)). Before
+that compile, the backward graph's nodes, with their stack traces, are
+kept (inductor_backward.save_account): AOT strips them as it caches it.
 
 Only the frames are read: the backward computes what it computes.
 """
@@ -19,8 +24,8 @@ import types
 from typing import Callable
 
 from dyndbg.dynamo.graphs import backward
-from dyndbg.dynamo.graphs.backward import BackwardGraphCode
-from dyndbg.dynamo.graphs.stepping import NoWayIn
+from dyndbg.dynamo.graphs.inductor_backward import save_account
+from dyndbg.dynamo.graphs.stepping import NoWayIn, SteppedGraph
 from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable
 from dyndbg.engine.graph_stepping import GraphStepper
 from dyndbg.engine.stop import HeldStop
@@ -50,7 +55,7 @@ class BackwardCatcher:
         # `catch nan` (nan_catch.py): whether it checks backwards now, and told
         # of each backward graph as it starts and of the end of its call
         self.nan_wants: Callable[[], bool] = lambda: False
-        self.nan_start: Callable[[BackwardGraphCode], None] = lambda graph: None
+        self.nan_start: Callable[[SteppedGraph], None] = lambda graph: None
         self.nan_end: Callable[[], None] = lambda: None
 
     def catchpoints(self) -> list[Breakpoint]:
@@ -108,6 +113,10 @@ class BackwardCatcher:
         if found is None:
             return False
         name, number = found
+        try:
+            save_account(cls)  # type: ignore[arg-type]  # found above
+        except Exception:  # noqa: BLE001 - a torch change: its kernels' lines are not known
+            pass
         nan = self.nan_wants()      # then its return is wanted too (nan_end)
         if nan:
             try:

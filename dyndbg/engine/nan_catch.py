@@ -7,9 +7,9 @@ aot_eager's forward, inductor's output code: dynamo/graphs/stepping.py's
 runnable_graph) has its code watched (GraphWatches), those compiled so far
 and, as dynamo adds generated code, the new ones. A lazy GraphModule
 (AOT's) makes its code at its first call: `_LazyGraphModule._lazy_forward`
-is watched until it has, then its code. aot_eager's backwards come through
-catch backward's watch of CompiledFunction.backward (graph_backward.py),
-each backward's code watched as it starts.
+is watched until it has, then its code. aot_eager's and inductor's backwards
+come through catch backward's watch of CompiledFunction.backward
+(graph_backward.py), each backward's code watched as it starts.
 
 At each line of a watched graph's frame, the node(s) that ran since the
 last line are checked (dynamo/graphs/nan_check.py: one sum a floating
@@ -147,7 +147,7 @@ class NanCatcher:
         self._lazy_code: types.CodeType | None = None  # _lazy_forward's, watched while _lazy
         # a backward starting whose GraphModule is compiled in this call: any
         # call is offered (the None watch) until its code starts, or the call ends
-        self._backward: GraphCode | None = None
+        self._backward: SteppedGraph | None = None
         self._seen: dict[str, int] = {}               # global -> id(value) looked at
         self._opaque: set[str] = set()                # globals with no way in
         self._runs: dict[int, _Run] = {}              # id(frame) -> its run so far
@@ -200,11 +200,12 @@ class NanCatcher:
     def wants_backward(self) -> bool:
         return self.armed
 
-    def backward_starts(self, graph: GraphCode) -> None:
+    def backward_starts(self, graph: SteppedGraph) -> None:
         """catch backward's watch (graph_backward.py): a compiled backward
-        starts; its GraphModule's code, watched (made in this call: any
-        call is offered until it starts)."""
-        if graph.gm is not None:
+        starts; its GraphModule's code, or inductor's output code, watched
+        (made in this call: any call is offered until it starts)."""
+        made = graph.code is not None if isinstance(graph, OutputCodeGraph) else graph.gm is not None
+        if made:
             self._watch(graph)
             return
         if self._backward is None and not self._watches().watch_graph(None, self):

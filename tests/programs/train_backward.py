@@ -1,7 +1,7 @@
 """A small training loop compiled with aot_eager, for `catch backward`
-(tests/test_graph_backward.py). `python train_backward.py [one|split|inductor]`:
-one graph, or two (a graph break between the layers), or one compiled by
-inductor (whose backward runs no GraphModule).
+(tests/test_graph_backward.py). `python train_backward.py [one|split]`:
+one graph, or two (a graph break between the layers). (inductor's
+backward: tests/test_graph_inductor_backward.py.)
 
 After training it prints its losses and parameters (a plain run and a run
 under dyndbg must print the same), then torch's own account of each
@@ -72,7 +72,7 @@ def _function_classes(grad_fn, seen):
 def main(mode: str) -> None:
     torch.set_printoptions(precision=10)   # here: the test imports this file for make()
     model, x, y = make(mode == "split")
-    compiled = torch.compile(model, backend="inductor" if mode == "inductor" else "aot_eager")
+    compiled = torch.compile(model, backend="aot_eager")
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     for step in range(2):
         opt.zero_grad()
@@ -87,8 +87,6 @@ def main(mode: str) -> None:
     for cls in _function_classes(loss.grad_fn, set()):
         gm = _graph_module(cls.compiled_bw, set())
         print("backward", cls.metadata.compile_id_str)
-        if gm is None:
-            continue        # inductor's: its own code, no GraphModule
         for node in gm.graph.nodes:
             trace = node.meta.get("stack_trace") or ""
             frames = re.findall(r'File "([^"]+)", line (\d+)', trace)

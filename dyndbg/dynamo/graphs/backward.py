@@ -21,6 +21,8 @@ compiled graph, `CompiledFunction` (runtime_wrappers.py's
   `node.meta["stack_trace"]` is the forward node's, and `node.meta["seq_nr"]`
   is that of the forward node it differentiates (the forward GraphModule is
   `compiled_fw`'s `fx_g`).
+- For inductor, `compiled_bw` is inductor's output code, stepped as the
+  forward's is (inductor_backward.py).
 
 Nothing here calls the graph or changes torch's objects: it reads them.
 """
@@ -34,7 +36,9 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
-from dyndbg.dynamo.graphs.lookup import _neighbours
+from dyndbg.dynamo.graphs.inductor_backward import BackwardOutputCode, inductor_backward
+from dyndbg.dynamo.graphs.inductor_steps import NoOutputCode
+from dyndbg.dynamo.graphs.lookup import _neighbours, graph_module
 from dyndbg.dynamo.graphs.stepping import GraphCode, NoWayIn
 from dyndbg.dynamo.names import graph_number
 
@@ -132,6 +136,15 @@ def graph_of(cls: type) -> tuple[str, int] | None:
     return None
 
 
+def global_value(name: str) -> object:
+    """The value of the graph global `name`, from the module that holds it."""
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if isinstance(namespace, dict) and name in namespace:
+            return namespace[name]
+    return None
+
+
 def has_backward(value: object) -> bool:
     """Whether a graph global's value runs through AOT autograd's
     CompiledFunction (so that a compiled backward can run for it)."""
@@ -200,17 +213,27 @@ class BackwardGraphCode(GraphCode):
         return None
 
 
-def backward_graph(cls: type, name: str, number: int, backend: str | None) -> BackwardGraphCode:
+def backward_graph(cls: type, name: str, number: int,
+                   backend: str | None) -> BackwardGraphCode | BackwardOutputCode:
     """The backward of graph `number` (its CompiledFunction `cls`), about to
-    run. Raises NoWayIn where its compiled backward runs no GraphModule's
-    code (a backend whose bw_compiler returns code of its own: inductor)."""
+    run: a GraphModule's code (aot_eager), or inductor's output code
+    (inductor_backward.py). Raises NoWayIn where its compiled backward is
+    neither (a backend whose bw_compiler returns code of its own)."""
     label = f"backward of graph {number}"
     compiled = vars(cls).get("compiled_bw")
     try:
         gm = _fx_graph(compiled) if compiled is not None else None
+        inductor = None
+        if gm is None and (compiled is not None or backend == "inductor"):
+            inductor = inductor_backward(cls, name, number, backend or "inductor",
+                                         graph_module(name, global_value(name)))
+    except NoOutputCode as why:
+        raise NoWayIn(f"{why}; running on") from None
     except Exception as error:  # noqa: BLE001 - a torch change: said, then run on
         raise NoWayIn(f"{label} could not be read ({type(error).__name__}: {error}); "
                       "running on") from None
+    if inductor is not None:
+        return inductor
     if compiled is not None and gm is None:
         raise NoWayIn(f"{label}: its backend ({backend or 'unknown'}) gives no way in; "
                       "running on")

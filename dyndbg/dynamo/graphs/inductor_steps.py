@@ -4,7 +4,7 @@
 Measured on torch 2.13 CPU: the `__compiled_fn_*` global leads (wrapper
 edges, lookup._neighbours) to inductor's `CompiledFxGraph`: under no_grad
 directly, in training as `CompiledFunction.compiled_fw` (the backward's,
-`compiled_bw`, is compiled at the first backward() and is not stepped here).
+`compiled_bw`, compiled at the first backward(): inductor_backward.py).
 It holds:
 - `current_callable`: the bound method `Runner.call` of the output code
   module (a plain module-level `call` on older torch); the code object
@@ -95,6 +95,7 @@ class Where(Enum):
     FUSED = "fused"               # computed inside a kernel, never stored
     FREED = "freed"
     UNKNOWN = "unknown"
+    UNNAMED = "unnamed"           # a backward's: no kernel is named as computing it
 
 
 class NodePlace(NamedTuple):
@@ -114,7 +115,7 @@ class OutputCodeGraph:
 
     name: str                 # the `__compiled_fn_*` global
     number: int               # graph N
-    part: str                 # "forward"
+    part: str                 # "forward", or "backward" (inductor_backward.py)
     backend: str
     gm: object = field(repr=False)           # dynamo's GraphModule (node names, stack traces)
     code: types.CodeType | None = field(repr=False)   # the output code's `call`
@@ -128,6 +129,10 @@ class OutputCodeGraph:
         return [s for s in self.steps if s.stops]
 
     def __post_init__(self) -> None:
+        self._index()
+
+    def _index(self) -> None:
+        """Each stop's step by its line (again once the steps are read)."""
         self._by_line: dict[int, CodeStep] = {}
         for step in self.steps:
             if step.stops:
@@ -178,12 +183,26 @@ class OutputCodeGraph:
 
     def held(self, before: CodeStep | None, frame_locals: dict) -> list[Held]:
         """The inputs still held and the buffers made so far, at the stop
-        before step `before`, with the frame's values."""
+        before step `before`, with the frame's values; a buffer that is an
+        input reused (`buf3 = relu; del relu  # reuse`, a kernel then writes
+        it in place) as that input until a kernel writes it."""
         out = [Held(n, BufferState.INPUT, frame_locals[n], None, self.input_label(n))
                for n in self.inputs if n in frame_locals]
+        sources = {name: step.source for step in self.steps
+                   if step.kind in (StepKind.ALIAS, StepKind.REINTERPRET)
+                   and (before is None or step.line < before.line) for name in step.defines}
         for name, (state, writer) in self._states(before).items():
-            if name in frame_locals and state is not BufferState.INPUT:
+            if name not in frame_locals or name in self.inputs:
+                continue
+            if state is not BufferState.INPUT:
                 out.append(Held(name, state, frame_locals[name], writer))
+                continue
+            base, seen = name, {name}
+            while base in sources and base not in self.inputs and sources[base] not in seen:
+                base = sources[base]
+                seen.add(base)
+            if base in self.inputs:
+                out.append(Held(name, state, frame_locals[name], None, self.input_label(base) or base))
         return out
 
     def values(self, frame_locals: dict) -> list[tuple[str, object]]:

@@ -67,7 +67,9 @@ def graph_parts(name: str, value: object, backend: str | None) -> list[GraphCode
     try:
         cls = backward._walk(value, backward._is_function_class)
         if isinstance(cls, type):
-            parts.append(backward.backward_graph(cls, name, forward.number, backend))
+            part = backward.backward_graph(cls, name, forward.number, backend)
+            if isinstance(part, GraphCode):     # not inductor's output code
+                parts.append(part)
     except (NoWayIn, Exception):  # noqa: BLE001 - a torch change: the forward only
         pass
     return parts

@@ -245,10 +245,10 @@ class BreakpointCommands:
         one): a first compile, a recompile, a resume function; then s, n, nl,
         sl, r, stack, locals, graph, guards and where step and show dynamo's
         trace. backward: when AOT autograd's compiled backward of graph N (of
-        any graph) starts inside loss.backward() (aot_eager), a stop
-        before its first FX node, each node with the
-        forward line it is the gradient of; s and n step its nodes, r and c
-        run on. A graph N not compiled yet leaves it pending until it is.
+        any graph) starts inside loss.backward(), a stop before its first
+        FX node (aot_eager) or output-code step (inductor), each node or
+        kernel with the forward line it is the gradient of; s and n step its
+        nodes or kernels, r and c run on. A graph N not compiled yet leaves it pending until it is.
         nan: right after the first node of a compiled graph whose output
         holds a NaN or an Inf (once a run of the graph): the node, its user
         line, its inputs as they were before it ran, its output and which
@@ -256,7 +256,8 @@ class BreakpointCommands:
         aot_eager forward graphs node by node; inductor graphs kernel by
         kernel: after each kernel, the buffers it wrote (a fused kernel is
         named with the nodes inductor records for it); aot_eager's compiled
-        backwards node by node (through catch backward's watch); a graph
+        backwards node by node, inductor's kernel by kernel (through catch
+        backward's watch); a graph
         whose backend gives no way in at its outputs (one line says so): a
         stop at the generated instruction after its call, naming the
         output; graphs compiled so far and later.

@@ -89,7 +89,8 @@ class GraphStopCommands:
             for line in nan_text.kernel_lines(stop.tag, kernel, graph.index_of(kernel),  # type: ignore[arg-type]  # a CodeStep
                                               len(graph.stops), graph.user_places(kernel),  # type: ignore[arg-type]  # a CodeStep
                                               found.inputs, found.output, found.value,  # type: ignore[attr-defined]  # a NanFound
-                                              found.bad):  # type: ignore[attr-defined]  # a NanFound
+                                              found.bad,  # type: ignore[attr-defined]  # a NanFound
+                                              backward=graph.part == "backward"):
                 self.host.write(line)
             return
         step = node_step(graph, stop.node, {})

@@ -23,7 +23,8 @@ def print_stop(host: Host, stop: GraphStop, graph: OutputCodeGraph) -> None:
     step = _step(stop)
     held = graph.held(step, stop.frame.f_locals)
     for line in kernel_steps.stop_lines(stop.tag, step, graph.index_of(step), len(graph.stops),
-                                        graph.user_places(step), held):
+                                        graph.user_places(step), held,
+                                        backward=graph.part == "backward"):
         host.write(line)
 
 
@@ -59,6 +60,10 @@ def print_value(host: Host, stop: GraphStop, graph: OutputCodeGraph, name: str) 
             host.write(shown[0])
             host.write(safe_repr(shown[1]))
         return
+    if graph.part == "backward" and not graph.nodes and any(name in s.nodes for s in graph.steps):
+        raise CommandError(f"{name}: inductor's comments name it, but AOT's cache had this "
+                           "backward compiled: no graph of it with its nodes is in this process; "
+                           "`locals` shows the buffers")
     raise CommandError(f"graph {graph.number} has no node, input or buffer {name!r} held now")
 
 

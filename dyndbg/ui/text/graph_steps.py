@@ -16,11 +16,13 @@ from dyndbg.dynamo.graphs.stepping import MISSING, NodeStep, target_text
 from dyndbg.ui.text.values import summarize
 
 
-def place_text(place: tuple[str, int] | None, step: NodeStep | None = None) -> str:
+def place_text(place: tuple[str, int] | None, step: NodeStep | None = None,
+               backward: bool = False) -> str:
     """`at prog.py:10: h = torch.relu(s.l1(x))`, or that torch kept no line;
-    in a backward, the forward line it differentiates:
+    in a backward (`step`'s part, or `backward`: an inductor backward's
+    kernel), the forward line it differentiates:
     `grad of prog.py:10 (forward node relu): h = torch.relu(s.l1(x))`."""
-    backward = step is not None and step.part == "backward"
+    backward = backward or (step is not None and step.part == "backward")
     if place is None:
         return ("for no line of yours" if backward else "at no line of yours") + \
             " (torch kept no stack trace for this node)"
@@ -28,7 +30,8 @@ def place_text(place: tuple[str, int] | None, step: NodeStep | None = None) -> s
     source = linecache.getline(path, line).strip()
     where = f"{os.path.basename(path)}:{line}"
     if backward:
-        where = f"grad of {where}" + (f" (forward node {step.forward})" if step.forward else "")  # type: ignore[union-attr]  # backward: a step
+        forward = step.forward if step is not None else ""
+        where = f"grad of {where}" + (f" (forward node {forward})" if forward else "")
     else:
         where = f"at {where}"
     return where + (f": {source}" if source else "")

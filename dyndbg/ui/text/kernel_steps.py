@@ -38,18 +38,16 @@ def held_text(held: Held, width: int | None = None) -> str:
 
 
 def stop_lines(tag: str, step: CodeStep, index: int, count: int,
-               places: list[tuple[str, int]], held: list[Held]) -> list[str]:
+               places: list[tuple[str, int]], held: list[Held], backward: bool = False) -> list[str]:
     """The lines a stop before one output-code step prints: the kernel, the
-    FX nodes inductor says it computes and their user lines, the statement,
-    and the buffers it touches as they are now."""
+    FX nodes inductor says it computes and their user lines (in a backward,
+    the forward lines they differentiate), the statement, and the buffers it
+    touches as they are now."""
     lines = [head_text(tag, step, index, count)]
     if step.kind is StepKind.KERNEL:
-        if step.nodes:
-            lines.append(f"  computes {', '.join(step.nodes)} (inductor's {step.provenance})")
-        else:
-            lines.append("  computes no node inductor records")
+        lines.append("  " + computes_text(step, places))
         for place in places:
-            lines.append("  " + place_text(place))
+            lines.append("  " + place_text(place, backward=backward))
     lines.append(f"  code: {step.text}")
     by_name = {h.name: h for h in held}
     touched = [("in ", n) for n in step.reads] + [("out", n) for n in step.writes]
@@ -59,6 +57,16 @@ def stop_lines(tag: str, step: CodeStep, index: int, count: int,
         if name in by_name:
             lines.append(f"  {role} {name} = {held_text(by_name[name])}")
     return lines
+
+
+def computes_text(step: CodeStep, places: list[tuple[str, int]]) -> str:
+    """`computes h (inductor's line map)`; for a kernel inductor names no node
+    for (a backward's C++ kernel), what its line map gives instead."""
+    if step.nodes:
+        return f"computes {', '.join(step.nodes)} (inductor's {step.provenance})"
+    if places:
+        return "computes nodes inductor does not name; lines its line map records for them:"
+    return "computes no node inductor records"
 
 
 def toolbar_text(tag: str, step: CodeStep, index: int, count: int) -> str:
@@ -90,6 +98,9 @@ def place_lines(node: str, place: NodePlace) -> tuple[str, object] | str:
         return f"{node}: fused into {kernel}{via}, not materialized"
     if place.where is Where.FREED:
         return f"{node}: computed by {kernel}, its buffer since freed or reused"
+    if place.where is Where.UNNAMED:
+        return (f"{node}: inductor names no kernel of this backward as computing it (its C++ "
+                "kernels carry no node names); `locals` shows the buffers")
     return f"{node}: inductor records no kernel for it in this graph"
 
 

@@ -13,6 +13,7 @@ from dyndbg.dynamo.graphs.nan_check import BadValues
 from dyndbg.dynamo.graphs.output_code import CodeStep
 from dyndbg.dynamo.graphs.stepping import NodeStep
 from dyndbg.ui.text.graph_steps import place_text, value_text
+from dyndbg.ui.text.kernel_steps import computes_text
 
 
 def kinds(bad: list[BadValues]) -> str:
@@ -60,17 +61,15 @@ def stop_lines(tag: str, step: NodeStep, inputs: list[tuple[str, object]], value
 
 def kernel_lines(tag: str, step: CodeStep, index: int, count: int,
                  places: list[tuple[str, int]], inputs: list[tuple[str, object]],
-                 output: str, value: object, bad: list[BadValues]) -> list[str]:
+                 output: str, value: object, bad: list[BadValues],
+                 backward: bool = False) -> list[str]:
     """inductor: the kernel step that just ran, the FX nodes inductor says it
-    computes and their user lines, its inputs, the buffer it wrote that holds
-    the bad elements."""
+    computes and their user lines (in a backward, the forward lines they
+    differentiate), its inputs, the buffer it wrote that holds the bad elements."""
     kind = step.kernel_kind.value if step.kernel_kind is not None else "kernel"
     lines = [f"{tag} after step {index + 1}/{count} {step.kernel}: {kind}"]
-    if step.nodes:
-        lines.append(f"  computes {', '.join(step.nodes)} (inductor's {step.provenance})")
-    else:
-        lines.append("  computes no node inductor records")
-    lines += ["  " + place_text(place) for place in places]
+    lines.append("  " + computes_text(step, places))
+    lines += ["  " + place_text(place, backward=backward) for place in places]
     lines.append(f"  code: {step.text}")
     for name, held in inputs:
         lines.append(f"  in  {name} = {value_text(held)}")
