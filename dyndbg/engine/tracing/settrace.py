@@ -211,6 +211,10 @@ class SettraceTracer(MechanismBase):
         thread.suspended = max(0, thread.suspended - 1)
         if thread.installed and not thread.suspended:
             sys.settrace(self._front())
+        elif not thread.suspended and self._graphs.pinned == threading.get_ident():
+            # a graph watched while dynamo compiled (a `b FILE:LINE` that resolved
+            # as its graph was compiled): its calls are seen from now on
+            self._install()
 
     # -- installing and arming (in the current thread) -------------------------------
     def _install(self) -> None:
