@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import types
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Protocol
 
 from dyndbg.engine.exceptions import ConditionInterrupted
 
@@ -15,6 +15,15 @@ class Outcome(NamedTuple):
     lasti: int
     expression: str
     error: BaseException | None     # None: it was true
+
+
+class GraphEvaluate(Protocol):
+    """A condition in a compiled graph's frame: its locals, or `names` in
+    their stead (what an inductor graph's frame holds that is true to read,
+    dynamo/graphs/kernel_lines.condition_names)."""
+
+    def __call__(self, frame: types.FrameType, expression: str,
+                 names: dict | None = None) -> object: ...
 
 
 class Conditions:
@@ -45,9 +54,10 @@ class Conditions:
         return None if "__frame__" in names or "__stack__" in names else code
 
     def evaluate(self, frame: types.FrameType, expression: str,
-                 stack: Callable[[], list[object] | None]) -> bool:
-        """`expression` in `frame`; `__frame__` and `__stack__` (the value stack,
-        read only when named) are there too."""
+                 stack: Callable[[], list[object] | None], local: dict | None = None) -> bool:
+        """`expression` in `frame` (its locals, or `local` in their stead);
+        `__frame__` and `__stack__` (the value stack, read only when named)
+        are there too."""
         outcome, self.outcome = self.outcome, None
         if outcome is not None and outcome[:3] == (id(frame), frame.f_lasti, expression):
             if outcome.error is None:
@@ -57,7 +67,7 @@ class Conditions:
             raise outcome.error
         code = self._code(expression)
         names = code.co_names
-        namespace = frame.f_locals  # read only: no copy needed without extras
+        namespace = frame.f_locals if local is None else local  # read only: no copy needed without extras
         if "__frame__" in names or "__stack__" in names:
             namespace = dict(namespace)
             namespace["__frame__"] = frame

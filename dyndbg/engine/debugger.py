@@ -80,7 +80,8 @@ class Engine(RunControl):
         # What watches compiled graphs' code as it runs (inside_graphs.py), and its parts.
         self.graphs = InsideGraphs(
             lambda: self.tracer, self.breakpoints, self.held, frontend, frontend.message,
-            self.registry, lambda frame, expr: self.conditions.evaluate(frame, expr, lambda: None))
+            self.registry,
+            lambda frame, expr, names=None: self.conditions.evaluate(frame, expr, lambda: None, names))
         self.graph_watches = self.graphs.watches
         self.graph_steps = self.graphs.steps         # `s` at a graph's call
         self.backward_catch = self.graphs.backward   # `catch backward`

@@ -14,6 +14,7 @@ from typing import Callable
 from dyndbg.dynamo.compiles import Registry
 from dyndbg.dynamo.graphs.stepping import NoWayIn, runnable_graph
 from dyndbg.engine.breakpoints import BreakpointTable
+from dyndbg.engine.conditions import GraphEvaluate
 from dyndbg.engine.graph_backward import BackwardCatcher
 from dyndbg.engine.graph_lines import GraphLineBreaks
 from dyndbg.engine.graph_stepping import GraphFrontend, GraphStepper
@@ -22,13 +23,12 @@ from dyndbg.engine.nan_catch import NanCatcher
 from dyndbg.engine.stop import HeldStop
 from dyndbg.engine.tracing.tracer import Tracer
 
-Evaluate = Callable[[types.FrameType, str], object]   # a condition, in a graph's frame
 
 
 class InsideGraphs:
     def __init__(self, tracer: Callable[[], Tracer], breakpoints: BreakpointTable,
                  held: HeldStop, frontend: GraphFrontend, message: Callable[[str], None],
-                 registry: Registry, evaluate: Evaluate) -> None:
+                 registry: Registry, evaluate: GraphEvaluate) -> None:
         self._tracer = tracer
         self._message = message
         # Who watches which compiled graph's code (several at once), over the tracer.
