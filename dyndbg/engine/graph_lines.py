@@ -1,8 +1,10 @@
 """`b FILE:LINE` inside compiled graphs (issue 50): each graph whose FX
 nodes come from that line (forward, and AOT's backward, whose nodes keep the
-forward's stack trace) is a location N.M of the breakpoint, as gdb places
-one in every inlined copy; the breakpoint stops before the first node of
-that line each time the graph runs.
+forward's stack trace; inductor's forward output code, whose kernels compute
+them) is a location N.M of the breakpoint, as gdb places one in every
+inlined copy; the breakpoint stops before the first node of that line each
+time the graph runs (in an inductor graph, before the first step of the
+output code's `call`, a kernel, computing one: dynamo/graphs/kernel_lines.py).
 
 Locations are found when the breakpoints change and after each compile
 (a pending breakpoint resolves when a graph holding its line is compiled).
@@ -10,9 +12,10 @@ While no graph location is armed (enabled, of an enabled breakpoint) the
 tracing mechanism watches nothing; while one is, it watches only the codes
 of the graphs holding armed lines (GraphWatches.watch_graph), and in those frames
 only the lines up to the last armed node. At an armed node the breakpoint's
-hit is counted and its condition (the graph frame's node values as names)
-and ignore count applied; if it stops, the graph stepper
-(graph_stepping.py) takes the frame over, so `s`/`n` go on node by node.
+hit is counted and its condition (the graph frame's node values as names;
+in inductor's `call`, `condition_names`) and ignore count applied; if it
+stops, the graph stepper (graph_stepping.py) takes the frame over, so
+`s`/`n` go on node by node (kernel by kernel).
 
 Only the graph frame's locals are read: the graph computes what it computes.
 """
@@ -22,9 +25,12 @@ import types
 from typing import Callable, NamedTuple
 
 from dyndbg.dynamo import Registry
-from dyndbg.dynamo.graphs import line_places
-from dyndbg.dynamo.graphs.stepping import GraphCode
+from dyndbg.dynamo.graphs import kernel_lines, line_places
+from dyndbg.dynamo.graphs.inductor_steps import OutputCodeGraph
+from dyndbg.dynamo.graphs.line_places import StopKey
+from dyndbg.dynamo.graphs.stepping import SteppedGraph
 from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable, Location
+from dyndbg.engine.conditions import GraphEvaluate
 from dyndbg.engine.graph_stepping import GraphStepper
 from dyndbg.engine.stop import HeldStop
 from dyndbg.engine.targets import LineTarget
@@ -38,9 +44,10 @@ class GraphKey(NamedTuple):
     part: str            # "forward" or "backward"
 
 
-def graph_where(graph: GraphCode) -> str:
+def graph_where(graph: SteppedGraph) -> str:
     """A graph location as `b` lists it: `graph 1 aot_eager forward`,
-    `backward of graph 1 aot_eager` (as the graph stop's tag says it)."""
+    `backward of graph 1 aot_eager`, `graph 2 inductor forward` (as the
+    graph stop's tag says it)."""
     if graph.part == "backward":
         return f"backward of graph {graph.number} {graph.backend}"
     return f"graph {graph.number} {graph.backend} {graph.part}"
@@ -56,7 +63,7 @@ class GraphLineBreaks:
     def __init__(self, tracer: Callable[[], GraphWatches], breakpoints: BreakpointTable,
                  stepper: GraphStepper, held: HeldStop, message: Callable[[str], None],
                  registry: Registry, backend_of: Callable[[str], str | None],
-                 evaluate: Callable[[types.FrameType, str], object]) -> None:
+                 evaluate: GraphEvaluate) -> None:
         self._tracer = tracer
         self.breakpoints = breakpoints
         self.stepper = stepper
@@ -65,17 +72,19 @@ class GraphLineBreaks:
         self.registry = registry            # the generated code seen: graph globals it calls
         self.backend_of = backend_of
         self.evaluate = evaluate            # a condition, in the graph's frame
-        self.graphs: dict[GraphKey, GraphCode] = {}
+        self.graphs: dict[GraphKey, SteppedGraph] = {}
         self._seen = (-1, -1)               # (table version, compiled) last resolved
-        self._armed: dict[GraphKey, GraphCode] = {}
+        self._armed: dict[GraphKey, SteppedGraph] = {}
         # what the tracer watches for us: id(code) (None: a code not made yet) -> code
         self._watching: dict[int | None, types.CodeType | None] = {}
         self._once = SaidOnce()                      # lines said once a session
         # the graph frame running now, its graph, and its armed nodes not reached yet
         self._frame: types.FrameType | None = None
-        self._graph: GraphCode | None = None
-        self._pending: dict[str, list[tuple[Breakpoint, Location]]] = {}
-        self._nodes_cache: dict[GraphKey, tuple[int, GraphCode, dict]] = {}
+        self._graph: SteppedGraph | None = None
+        self._pending: dict[StopKey, list[tuple[Breakpoint, Location]]] = {}
+        self._nodes_cache: dict[GraphKey, tuple[int, SteppedGraph, dict]] = {}
+        self._first_cache: dict[tuple[GraphKey, str], StopKey | None] = {}
+        self._codes: set[int] = set()       # id() of the armed graphs' codes
         stepper.on_leave = self._left
 
     # -- locations ------------------------------------------------------------------
@@ -99,28 +108,36 @@ class GraphLineBreaks:
             for graph in line_places.graph_parts(name, value, self.backend_of(name)):
                 self.graphs[GraphKey(name, graph.part)] = graph
         for key, graph in self.graphs.items():
-            nodes = line_places.line_nodes(graph)
             for bp in wanted:
-                target = bp.target
-                if line_places.first_node_of(nodes, target.file_matches, target.line) is not None:  # type: ignore[attr-defined]  # a LineTarget
+                if self._first_stop(graph, key, bp) is not None:
                     bp.graph_location(key, graph_where(graph))
 
-    def _armed_nodes(self, graph: GraphCode, key: GraphKey
-                     ) -> dict[str, list[tuple[Breakpoint, Location]]]:
-        """node name -> the armed breakpoints (with their location) stopping
-        before it; found once per table version (each run of the graph asks)."""
+    def _first_stop(self, graph: SteppedGraph, key: GraphKey, bp: Breakpoint) -> StopKey | None:
+        """The stop of bp's line in this graph (found once a graph and line)."""
+        target = bp.target
+        line = (key, target.describe())
+        if line not in self._first_cache or not graph.nodes:   # a backward's nodes come later
+            assert isinstance(target, LineTarget)
+            self._first_cache[line] = line_places.first_stop(graph, target.file_matches,
+                                                             target.line)
+        return self._first_cache[line]
+
+    def _armed_nodes(self, graph: SteppedGraph, key: GraphKey
+                     ) -> dict[StopKey, list[tuple[Breakpoint, Location]]]:
+        """stop key (node name, output code line) -> the armed breakpoints
+        (with their location) stopping before it; found once per table
+        version (each run of the graph asks)."""
         cached = self._nodes_cache.get(key)
         if cached is not None and cached[0] == self.breakpoints.version and cached[1] is graph:
             return dict(cached[2])
-        nodes = line_places.line_nodes(graph)
-        armed: dict[str, list[tuple[Breakpoint, Location]]] = {}
+        armed: dict[StopKey, list[tuple[Breakpoint, Location]]] = {}
         for bp in self.wanted():
             location = bp.graph_location_at(key)
             if not bp.enabled or location is None or not location.enabled:
                 continue
-            name = line_places.first_node_of(nodes, bp.target.file_matches, bp.target.line)  # type: ignore[attr-defined]  # a LineTarget
-            if name is not None:
-                armed.setdefault(name, []).append((bp, location))
+            stop = self._first_stop(graph, key, bp)
+            if stop is not None:
+                armed.setdefault(stop, []).append((bp, location))
         if graph.nodes:      # a backward's nodes are known once it compiled
             self._nodes_cache[key] = (self.breakpoints.version, graph, armed)
         return dict(armed)
@@ -145,6 +162,7 @@ class GraphLineBreaks:
         for graph in self._armed.values():
             code = line_places.code_of(graph)
             codes[None if code is None else id(code)] = code
+        self._codes = {key for key in codes if key is not None}
         for key, code in self._watching.items():
             if key not in codes:
                 tracer.unwatch_graph(code, self)
@@ -175,8 +193,8 @@ class GraphLineBreaks:
             return
         key, mine = found
         here = mine.index_of(mine.node_at(running.f_lineno))
-        pending = {name: reached for name, reached in self._armed_nodes(mine, key).items()
-                   if mine.index_of(_node_named(mine, name)) > here}
+        pending = {stop: reached for stop, reached in self._armed_nodes(mine, key).items()
+                   if line_places.stop_index(mine, stop) > here}
         if pending:
             self._frame, self._graph, self._pending = running, mine, pending
             self._tracer().adopt(running, self)    # its next lines come here too
@@ -191,13 +209,14 @@ class GraphLineBreaks:
         self._seen = (-1, -1)
         self._frame = self._graph = None
         self._pending = {}
+        self._codes = set()
 
 
     # -- the mechanism's events (under ENGINE_LOCK) -------------------------------------
     def on_graph_start(self, frame: types.FrameType) -> bool:
         code = frame.f_code
-        if not code.co_filename.startswith("<eval_with_key>"):
-            return False
+        if id(code) not in self._codes and not code.co_filename.startswith("<eval_with_key>"):
+            return False      # neither an armed graph's code nor a lazy FX graph's, made now
         if self.held.current is not None or self.stepper.graph is not None or \
                 self._frame is not None:
             return False   # at a prompt (an expression runs a graph), or in a graph already
@@ -210,6 +229,7 @@ class GraphLineBreaks:
             graph.code = code       # made as it started; the mechanism keys it from now on
             self._watching.pop(None, None)
             self._watching[id(code)] = code
+            self._codes.add(id(code))
         pending = self._armed_nodes(graph, key)
         if not pending:
             return False
@@ -223,11 +243,12 @@ class GraphLineBreaks:
         if None not in self._watching and any(g.code is None for g in self._armed.values()):
             self.rewatch()      # another lazy graph still waits for its code
         node = graph.node_at(frame.f_lineno)
-        reached = self._pending.pop(str(getattr(node, "name", "")), None) if node else None
+        stop = line_places.stop_key(graph, node) if node is not None else None
+        reached = self._pending.pop(stop, None) if stop is not None else None
         if not reached:
             return
-        stopping = self.breakpoints.take(reached, lambda expr: self.evaluate(frame, expr),
-                                         self.message)
+        stopping = self.breakpoints.take(
+            reached, lambda expr: self._condition(frame, graph, node, expr), self.message)
         if not self._pending:
             frame.f_trace_lines = False      # no armed node left in this run
         if not stopping:
@@ -257,7 +278,19 @@ class GraphLineBreaks:
             self._frame = self._graph = None
             self._pending = {}
 
+    def _condition(self, frame: types.FrameType, graph: SteppedGraph, node: object,
+                   expression: str) -> object:
+        """A condition in the graph's frame: an FX graph's locals are its node
+        values; inductor's `call`, condition_names' (what it holds now)."""
+        if isinstance(graph, OutputCodeGraph):
+            names = kernel_lines.condition_names(graph, node, frame.f_locals)
+            try:
+                return self.evaluate(frame, expression, names)
+            except NameError as error:
+                if error.name not in {getattr(n, "name", None) for n in graph.nodes}:
+                    raise
+                raise NameError(f"{error.name!r} is a node of graph {graph.number} that no buffer "
+                                "holds before this step (fused into a kernel, not computed yet, "
+                                f"or freed: `p {error.name}` there says which)") from None
+        return self.evaluate(frame, expression)
 
-
-def _node_named(graph: GraphCode, name: str) -> object | None:
-    return next((n for n in graph.nodes if getattr(n, "name", None) == name), None)

@@ -1,6 +1,12 @@
 """Where a user line's work runs inside compiled graphs (issue 50: `b
 FILE:LINE` inside a graph).
 
+A graph is an FX GraphModule's code (stepping.GraphCode: eager, aot_eager's
+forward and backward) or inductor's output code (inductor_steps.
+OutputCodeGraph). A stop inside one is keyed (`stop_key`) by its FX node's
+name, or by the output code line of its step; which kernel step computes a
+line's nodes is kernel_lines.py's.
+
 Every FX node keeps the user's stack that made it
 (`node.meta["stack_trace"]`; its innermost user frame is
 `lookup.node_frame`). A graph "holds" a line when one of its nodes' user
@@ -23,14 +29,18 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Union
 
-from dyndbg.dynamo.graphs import backward
+from dyndbg.dynamo.graphs import backward, kernel_lines
+from dyndbg.dynamo.graphs.inductor_steps import OutputCodeGraph
 from dyndbg.dynamo.graphs.lookup import node_frame
-from dyndbg.dynamo.graphs.stepping import STEPPED_OPS, GraphCode, NoWayIn, runnable_graph
+from dyndbg.dynamo.graphs.output_code import CodeStep
+from dyndbg.dynamo.graphs.stepping import (STEPPED_OPS, GraphCode, NoWayIn, SteppedGraph,
+                                           runnable_graph)
 from dyndbg.dynamo.names import GRAPH_NAME
 
 FileMatches = Callable[[str], bool]
+StopKey = Union[str, int]      # an FX node's name, or an output code step's line
 
 
 def graph_globals(names: Iterable[str]) -> list[tuple[str, object]]:
@@ -50,20 +60,20 @@ def graph_globals(names: Iterable[str]) -> list[tuple[str, object]]:
     return sorted(found.items(), key=lambda item: item[0])
 
 
-def graph_parts(name: str, value: object, backend: str | None) -> list[GraphCode]:
-    """The FX graphs that run for graph global `name`: its forward, and
-    where AOT autograd compiled it for training, its backward (not stepped
-    for backends that give no way in: inductor's output code has no FX
-    node per line)."""
+def graph_parts(name: str, value: object, backend: str | None) -> list[SteppedGraph]:
+    """The graphs that run for graph global `name`: its forward (an FX
+    graph's code, or inductor's output code), and where AOT autograd
+    compiled it for training, its backward where it runs an FX graph
+    (aot_eager). An inductor backward is not stepped (backward.backward_graph
+    says it gives no way in); were it an OutputCodeGraph, it would be a
+    part here as the forward is: nothing below tells the parts apart."""
     try:
         forward = runnable_graph(name, value, backend)
     except NoWayIn:
         return []
-    if not isinstance(forward, GraphCode):
-        return []
-    if forward.code is None:
+    if isinstance(forward, GraphCode) and forward.code is None:
         forward.code = backward._forward_code(forward.gm)   # made at its first call
-    parts: list[GraphCode] = [forward]
+    parts: list[SteppedGraph] = [forward]
     try:
         cls = backward._walk(value, backward._is_function_class)
         if isinstance(cls, type):
@@ -99,8 +109,33 @@ def first_node_of(nodes: list, file_matches: FileMatches, line: int) -> str | No
     return None
 
 
-def code_of(graph: GraphCode) -> types.CodeType | None:
+def code_of(graph: SteppedGraph) -> types.CodeType | None:
     """The graph's code object where torch has made it (None: lazy, not run yet)."""
-    if graph.code is None and graph.gm is not None:
+    if graph.code is None and isinstance(graph, GraphCode) and graph.gm is not None:
         graph.code = backward._forward_code(graph.gm)
     return graph.code
+
+
+def first_stop(graph: SteppedGraph, file_matches: FileMatches, line: int) -> StopKey | None:
+    """The key of the first stop (in the order the graph runs) where work of
+    FILE:LINE runs: its first FX node, or the first output code step (a
+    kernel) computing one of its nodes; None where the graph holds none."""
+    if isinstance(graph, OutputCodeGraph):
+        found = kernel_lines.first_stop(graph, file_matches, line)
+        return None if found is None else found.step.line
+    return first_node_of(line_nodes(graph), file_matches, line)
+
+
+def stop_key(graph: SteppedGraph, node: object) -> StopKey | None:
+    """The key of the stop before `node` (graph.node_at's answer at a line)."""
+    if isinstance(graph, OutputCodeGraph):
+        return node.line if isinstance(node, CodeStep) else None
+    name = getattr(node, "name", None)
+    return str(name) if name is not None else None
+
+
+def stop_index(graph: SteppedGraph, key: StopKey) -> int:
+    """Where the stop keyed `key` comes in the graph's run (-1: none)."""
+    if isinstance(graph, OutputCodeGraph):
+        return graph.index_of(graph.node_at(key if isinstance(key, int) else None))
+    return graph.index_of(next((n for n in graph.nodes if getattr(n, "name", None) == key), None))

@@ -113,8 +113,8 @@ class BreakpointCommands:
             if not os.path.exists(target.filename) and not any(
                     target.file_matches(e.code.co_filename) for e in engine.registry.entries()):
                 return "pending: no such file seen yet"
-            return ("pending: no generated instruction nor compiled graph node for that "
-                    "line yet (an inductor graph's lines have none)")
+            return ("pending: no generated instruction, compiled graph node nor inductor "
+                    "kernel for that line yet")
         return "pending: no matching code compiled yet"
 
     def visible_breakpoints(self) -> list[Breakpoint]:

@@ -4,9 +4,11 @@ here when the graph stepped is an OutputCodeGraph; running commands (s, n,
 r, c) are the same for every graph."""
 from __future__ import annotations
 
+from dyndbg.dynamo.graphs import kernel_lines
 from dyndbg.dynamo.graphs.inductor_steps import BufferState, OutputCodeGraph
 from dyndbg.dynamo.graphs.output_code import CodeStep
 from dyndbg.engine.stop import GraphStop
+from dyndbg.engine.targets import LineTarget
 from dyndbg.ui.commands.host import Host
 from dyndbg.ui.text import kernel_steps
 from dyndbg.ui.text.parsing import CommandError
@@ -22,10 +24,25 @@ def _step(stop: GraphStop) -> CodeStep:
 def print_stop(host: Host, stop: GraphStop, graph: OutputCodeGraph) -> None:
     step = _step(stop)
     held = graph.held(step, stop.frame.f_locals)
-    for line in kernel_steps.stop_lines(stop.tag, step, graph.index_of(step), len(graph.stops),
-                                        graph.user_places(step), held,
-                                        backward=graph.part == "backward"):
+    lines = kernel_steps.stop_lines(stop.tag, step, graph.index_of(step), len(graph.stops),
+                                    graph.user_places(step), held,
+                                    backward=graph.part == "backward")
+    code = next(i for i, line in enumerate(lines) if line.startswith("  code: "))
+    lines[code:code] = line_breakpoint_lines(stop, graph, step)
+    for line in lines:
         host.write(line)
+
+
+def line_breakpoint_lines(stop: GraphStop, graph: OutputCodeGraph, step: CodeStep) -> list[str]:
+    """For each `b FILE:LINE` that stops here, what of its line the kernel computes."""
+    out: list[str] = []
+    for bp in stop.breakpoints:
+        target = bp.target
+        if type(target) is LineTarget:
+            found = kernel_lines.stop_at(graph, step, target.file_matches, target.line)
+            if found is not None:
+                out.extend(kernel_steps.line_lines(bp.number, found))
+    return out
 
 
 def toolbar(stop: GraphStop, graph: OutputCodeGraph) -> str:

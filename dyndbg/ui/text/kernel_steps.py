@@ -8,7 +8,10 @@
 """
 from __future__ import annotations
 
+import os
+
 from dyndbg.dynamo.graphs.inductor_steps import BufferState, Held, NodePlace, Where
+from dyndbg.dynamo.graphs.kernel_lines import LineStop
 from dyndbg.dynamo.graphs.output_code import CodeStep, StepKind
 from dyndbg.ui.text.graph_steps import place_text
 from dyndbg.ui.text.values import summarize
@@ -67,6 +70,17 @@ def computes_text(step: CodeStep, places: list[tuple[str, int]]) -> str:
     if places:
         return "computes nodes inductor does not name; lines its line map records for them:"
     return "computes no node inductor records"
+
+
+def line_lines(number: int, line_stop: LineStop) -> list[str]:
+    """At a stop of `b FILE:LINE` (breakpoint `number`) before a kernel: that
+    the kernel computes the line's nodes, those fused in named with the node
+    inductor records for the kernel that they are computed for."""
+    file, line = line_stop.place
+    nodes = ", ".join(f"{c.node} (fused in for {c.via}, not materialized)" if c.via
+                      else c.node for c in line_stop.computes)
+    return [f"  breakpoint {number}'s line {os.path.basename(file)}:{line}: "
+            f"this kernel computes {nodes}"]
 
 
 def toolbar_text(tag: str, step: CodeStep, index: int, count: int) -> str:

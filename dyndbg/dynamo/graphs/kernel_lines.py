@@ -1,0 +1,154 @@
+"""Which step of an inductor graph's output code computes a user line's
+work (issue 50: `b FILE:LINE` in inductor graphs).
+
+A line's nodes are dynamo's FX nodes whose stack trace's user frame is that
+line (lookup.node_frame). Which kernel computes a node comes from
+inductor's own records only (inductor_steps.OutputCodeGraph: each kernel's
+`nodes`, from its source-node comment or the compiled graph's
+cache_linemap):
+
+- a kernel that names the node computes it (an extern kernel's comment
+  names, before its own node, nodes of its inputs' kernels: it computes only
+  its last, inductor_steps._computes);
+- a node no kernel names was fused, never stored: inductor's line map keeps
+  the stack trace of the last FX node of each scheduled node, and a node
+  inlined into the kernel of a node computed from it is recomputed there.
+  It is computed by each kernel that names a node reached from it through
+  nodes no kernel names (its users, breadth first, up to the first named
+  ones; a named user's buffer is what later kernels read, not the node).
+
+A line's stop is the first such kernel in the output code's order: where
+the graph first runs work of that line. Nothing here runs or changes
+anything; it reads the OutputCodeGraph.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+from dyndbg.dynamo.graphs.inductor_steps import BufferState, OutputCodeGraph, Where, _computes
+from dyndbg.dynamo.graphs.lookup import node_frame
+from dyndbg.dynamo.graphs.output_code import CodeStep, StepKind
+
+COMPUTED_OPS = ("call_function", "call_method", "call_module")
+FileMatches = Callable[[str], bool]
+
+
+class Computes(NamedTuple):
+    """One node of a line that a kernel computes: named by inductor for the
+    kernel (`via` ""), or fused into it, inductor naming `via`, a node
+    computed from it, for the kernel."""
+
+    node: str
+    via: str = ""
+
+
+class LineStop(NamedTuple):
+    """Where a line's work first runs in an inductor graph: the kernel step
+    and the nodes of the line it computes."""
+
+    step: CodeStep
+    computes: tuple[Computes, ...]
+    place: tuple[str, int]           # the line's (file, line), as the nodes' stack trace says
+
+
+def computing_kernels(graph: OutputCodeGraph, node_name: str) -> list[tuple[CodeStep, str]]:
+    """(kernel, via) for each kernel step that computes node `node_name`,
+    in the output code's order: via "" where inductor names the node for the
+    kernel, else the node reached from it that inductor names there."""
+    named = [k for k in graph.kernels_of(node_name) if _computes(k, node_name)]
+    if named:
+        return [(k, "") for k in named]
+    by_name = {n.name: n for n in graph.nodes}
+    node = by_name.get(node_name)
+    if node is None:
+        return []
+    found: dict[int, tuple[CodeStep, str]] = {}
+    queue = list(getattr(node, "users", {}) or ())
+    seen: set[str] = set()
+    while queue:
+        user = queue.pop(0)
+        if user.name in seen or getattr(user, "op", "") not in COMPUTED_OPS:
+            continue
+        seen.add(user.name)
+        kernels = [k for k in graph.kernels_of(user.name) if _computes(k, user.name)]
+        for kernel in kernels:
+            found.setdefault(kernel.line, (kernel, user.name))
+        if not kernels:
+            queue.extend(user.users)
+    return [found[line] for line in sorted(found)]
+
+
+def line_nodes(graph: OutputCodeGraph, file_matches: FileMatches, line: int) -> list[Any]:
+    """The FX nodes (computing ones, graph order) whose user line is FILE:LINE."""
+    out = []
+    for node in graph.nodes:
+        if getattr(node, "op", None) not in COMPUTED_OPS:
+            continue
+        place = node_frame(node)
+        if place is not None and place[1] == line and file_matches(place[0]):
+            out.append(node)
+    return out
+
+
+def first_stop(graph: OutputCodeGraph, file_matches: FileMatches, line: int) -> LineStop | None:
+    """The first kernel step computing a node of FILE:LINE, with the line's
+    nodes it computes; None where no kernel computes any (the line is not
+    this graph's, or its nodes run no kernel: views inductor reinterprets)."""
+    nodes = line_nodes(graph, file_matches, line)
+    by_kernel: dict[int, tuple[CodeStep, list[Computes]]] = {}
+    for node in nodes:
+        for kernel, via in computing_kernels(graph, node.name):
+            by_kernel.setdefault(kernel.line, (kernel, []))[1].append(Computes(node.name, via))
+    if not by_kernel:
+        return None
+    kernel, computes = by_kernel[min(by_kernel)]
+    place = node_frame(next(n for n in nodes if n.name == computes[0].node))
+    assert place is not None
+    return LineStop(kernel, tuple(computes), place)
+
+
+def stop_at(graph: OutputCodeGraph, step: object, file_matches: FileMatches,
+            line: int) -> LineStop | None:
+    """What of FILE:LINE the step `step` computes (a stop there for a line
+    breakpoint): None where it computes none of the line's nodes."""
+    if not isinstance(step, CodeStep) or step.kind is not StepKind.KERNEL:
+        return None
+    nodes = line_nodes(graph, file_matches, line)
+    computes = []
+    for node in nodes:
+        via = next((v for k, v in computing_kernels(graph, node.name) if k.line == step.line),
+                   None)
+        if via is not None:
+            computes.append(Computes(node.name, via))
+    if not computes:
+        return None
+    place = node_frame(next(n for n in nodes if n.name == computes[0].node))
+    assert place is not None
+    return LineStop(step, tuple(computes), place)
+
+
+def condition_names(graph: OutputCodeGraph, step: object, frame_locals: dict) -> dict:
+    """The names a condition sees before `step` of inductor's `call`: the
+    inputs it still holds (by the output code's names, `arg0_1`, and
+    dynamo's, `l_x_`), the buffers written so far (`buf0`; not one only
+    allocated: its memory holds what the allocator left), and each of
+    dynamo's nodes whose value such a buffer holds by inductor's records
+    (`relu`; a node fused into a kernel, never stored, is not there, nor
+    one whose buffer `p` can only infer)."""
+    names: dict = {}
+    before = step if isinstance(step, CodeStep) else None
+    for held in graph.held(before, frame_locals):
+        if held.state is BufferState.NOT_COMPUTED:
+            continue
+        names[held.name] = held.value
+        if held.label:
+            names.setdefault(held.label, held.value)
+    if before is None:
+        return names
+    for node in graph.nodes:
+        if getattr(node, "op", "") in ("placeholder", "output") or node.name in names:
+            continue
+        place = graph.place_of(node.name, before, frame_locals)
+        if place.where is Where.BUFFER and not place.via:   # via: a buffer inferred, not named
+            names[node.name] = place.value
+    return names
