@@ -260,11 +260,11 @@ class GraphLineBreaks:
                 or not self.stepper.on_graph_start(frame):
             self.stepper.leave()
             return
-        # this line and the rest of the frame's events go to the stepper too
-        # (GraphWatches serves this line to a watcher adopted while serving it):
-        # it stops here, `s` steps on, the frame's return ends it
-        self._tracer().adopt(frame, self.stepper)
+        # this line and the rest of the frame's events go to the stepper (it
+        # watched the code only now, the frame had started): it stops here, `s`
+        # steps on, the frame's return ends it
         frame.f_trace_lines = True
+        self._tracer().serve(frame, self.stepper)
 
     def _generated_caller(self, frame: types.FrameType) -> types.FrameType | None:
         """The innermost generated frame a forward graph's frame runs under."""

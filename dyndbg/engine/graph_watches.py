@@ -41,6 +41,8 @@ class GraphWatches:
         self._dispatch: dict[int | None, _Dispatch] = {}
         self._frames: dict[int, list[GraphEvents]] = {}   # id(frame) -> who took it
         self.first: GraphEvents | None = None             # served before the others
+        # the frame whose line _line hands out now, and who had it so far
+        self._serving: tuple[int, list[GraphEvents]] | None = None
 
     @property
     def name(self) -> str:
@@ -120,22 +122,36 @@ class GraphWatches:
                 self._tracer().unwatch_graph(None)     # nobody waits on any code now
         return True
 
+    def serve(self, frame: types.FrameType, events: GraphEvents) -> None:
+        """`events` gets this frame's current line now and the rest of its
+        events (a line breakpoint stopping there hands the frame to the
+        stepper), this line once: served here, not again by _line's loop,
+        where it may have come before, doing nothing then."""
+        self.adopt(frame, events)
+        serving = self._serving
+        if serving is not None and serving[0] == id(frame):
+            serving[1].append(events)
+        events.on_graph_line(frame)
+
     def _line(self, frame: types.FrameType) -> None:
         taken = self._frames.get(id(frame))
-        if taken is not None and len(taken) == 1 and self.first is taken[0]:
-            taken[0].on_graph_line(frame)     # catch nan alone: the common case, quickly
-            if len(taken) == 1:
-                return
-            served: list[GraphEvents] = [taken[0]]
-        else:
-            served = []
-        while True:     # one adopted meanwhile (catch nan's stop, then `s`) gets this line too
-            pending = [w for w in self._order(self._frames.get(id(frame), []))
-                       if not any(w is s for s in served)]
-            if not pending:
-                return
-            served.append(pending[0])
-            pending[0].on_graph_line(frame)
+        served: list[GraphEvents] = []
+        outer, self._serving = self._serving, (id(frame), served)
+        try:
+            if taken is not None and len(taken) == 1 and self.first is taken[0]:
+                served.append(taken[0])
+                taken[0].on_graph_line(frame)     # catch nan alone: the common case, quickly
+                if len(taken) == 1:
+                    return
+            while True:     # one adopted meanwhile (catch nan's stop, then `s`) gets this line too
+                pending = [w for w in self._order(self._frames.get(id(frame), []))
+                           if not any(w is s for s in served)]
+                if not pending:
+                    return
+                served.append(pending[0])
+                pending[0].on_graph_line(frame)
+        finally:
+            self._serving = outer
 
     def _return(self, frame: types.FrameType) -> None:
         for watcher in list(self._frames.pop(id(frame), ())):
