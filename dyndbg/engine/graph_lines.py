@@ -116,11 +116,13 @@ class GraphLineBreaks:
         """The stop of bp's line in this graph (found once a graph and line)."""
         target = bp.target
         line = (key, target.describe())
-        if line not in self._first_cache or not graph.nodes:   # a backward's nodes come later
-            assert isinstance(target, LineTarget)
-            self._first_cache[line] = line_places.first_stop(graph, target.file_matches,
-                                                             target.line)
-        return self._first_cache[line]
+        if line in self._first_cache:
+            return self._first_cache[line]
+        assert isinstance(target, LineTarget)
+        stop = line_places.first_stop(graph, target.file_matches, target.line)
+        if graph.nodes:     # a backward's: those of the graph AOT will compile, until it has
+            self._first_cache[line] = stop
+        return stop
 
     def _armed_nodes(self, graph: SteppedGraph, key: GraphKey
                      ) -> dict[StopKey, list[tuple[Breakpoint, Location]]]:
