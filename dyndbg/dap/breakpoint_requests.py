@@ -203,15 +203,20 @@ class BreakpointRequests:
             self.requests.engine.rearm()
 
     def code_added(self, entry: GeneratedCode) -> None:
-        """New code: tell the client which pending breakpoints bound to it."""
+        """New code: tell the client which pending breakpoints bound to it, or
+        to the graph it calls (a line dynamo captured into a graph)."""
+        if self._pending:
+            self.requests.engine.graph_lines.resolve()
         for number in sorted(self._pending):
             bp = self.table.get(number)
             if bp is None or not self._bound(bp):
                 continue
             self._pending.discard(number)
+            graphs = [loc.where for loc in bp.locations if loc.code is None]
+            where = entry.label() if any(loc.code is entry.code for loc in bp.locations) \
+                or not graphs else graphs[0]
             self.requests.event("breakpoint", {"reason": "changed", "breakpoint": {
-                "id": number, "verified": True,
-                "message": f"bound in {entry.label()}"}})
+                "id": number, "verified": True, "message": f"bound in {where}"}})
 
     # -- bytecode view and instruction references ------------------------------------------------
     def _bytecode_entry(self, source: dict) -> GeneratedCode | None:

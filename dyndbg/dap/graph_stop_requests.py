@@ -25,10 +25,12 @@ from dyndbg.dap.code_requests import disassemble_request
 from dyndbg.dap.protocol import RequestError
 from dyndbg.dap.stop_requests import console, family_handler, stack_trace, variables_of
 from dyndbg.dap.variables import References, variable
+from dyndbg.dynamo.graphs import kernel_lines
 from dyndbg.dynamo.graphs.inductor_steps import OutputCodeGraph
 from dyndbg.dynamo.graphs.lookup import node_frame
 from dyndbg.dynamo.graphs.stepping import MISSING, SteppedGraph, node_step
 from dyndbg.engine.stop import GraphStop
+from dyndbg.engine.targets import LineTarget
 from dyndbg.ui.text.graph_steps import node_line
 from dyndbg.ui.text.kernel_steps import step_line
 
@@ -56,6 +58,21 @@ def stop_description(stop: GraphStop, shown: str) -> str:
     prompt printed for it (`shown`), after any catchpoint's line."""
     lines = shown.splitlines()
     return next((line for line in lines if line.startswith(stop.tag)), stop.tag)
+
+
+def stop_place(stop: GraphStop) -> tuple[str, int] | None:
+    """The user's (file, line) a graph stop shows: at an inductor graph's
+    stop of a gutter breakpoint, its line, where the kernel computes nodes
+    of it (not the first line the kernel computes); else user_place's."""
+    graph = stop.graph
+    if isinstance(graph, OutputCodeGraph):
+        for bp in stop.breakpoints:
+            target = bp.target
+            if type(target) is LineTarget:
+                found = kernel_lines.stop_at(graph, stop.node, target.file_matches, target.line)
+                if found is not None:
+                    return found.place
+    return user_place(graph, stop.node)
 
 
 def user_place(graph: SteppedGraph, step: object) -> tuple[str, int] | None:
@@ -128,7 +145,7 @@ class GraphStopRequests:
         index = stop.graph.index_of(stop.node)
         if index >= 0:
             graph["instructionPointerReference"] = graph_address(graph_window(stop.graph), index)
-        place = user_place(stop.graph, stop.node)
+        place = stop_place(stop)
         if place is not None:
             path, line = place
             graph.update(self.requests.code.file_source(path))
