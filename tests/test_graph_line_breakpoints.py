@@ -173,3 +173,23 @@ def test_line_breakpoint_pending_until_its_graph_compiles(tmp_path: Path) -> Non
     assert "torch_dynamo_resume_in_forward" in where[-2], where
     out = run.stdout.splitlines()
     assert out[:out.index(ACCOUNT_START)] == account.output
+
+
+def test_step_after_a_line_breakpoint_goes_node_by_node(tmp_path: Path) -> None:
+    """aot_eager's forward: at the stop of `b LINE_H`, `s` twice stops before
+    the next two nodes of the graph (it once ran out of the graph, and the
+    breakpoint stopped no more); `c` stops at it in the next step's forward
+    (its backward location disabled)."""
+    account = Account(run_plain(PROGRAM, "aot_eager"))
+    run = _run(["aot_eager"], [f"b graph_lines.py:{LINE_H}", "disable 1.2", "c", "s", "s", "c",
+                               "clear", "c"], tmp_path)
+    first = account.first_of("forward", LINE_H)
+    second = account.after("forward", first)
+    hit = ("1", f"graph_lines.py:{LINE_H}")
+    assert [s[:4] for s in _stops(run)] == [
+        ("c", (*hit, "1"), "forward", first),
+        ("s", None, "forward", second),
+        ("s", None, "forward", account.after("forward", second)),
+        ("c", (*hit, "2"), "forward", first)], run.transcript[-4000:]
+    out = run.stdout.splitlines()
+    assert out[:out.index(ACCOUNT_START)] == account.output
