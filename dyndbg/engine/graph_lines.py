@@ -120,7 +120,7 @@ class GraphLineBreaks:
             return self._first_cache[line]
         assert isinstance(target, LineTarget)
         stop = line_places.first_stop(graph, target.file_matches, target.line)
-        if graph.nodes:     # a backward's: those of the graph AOT will compile, until it has
+        if line_places.settled(graph):   # a backward's: of the graph AOT will compile, until then
             self._first_cache[line] = stop
         return stop
 
@@ -140,7 +140,7 @@ class GraphLineBreaks:
             stop = self._first_stop(graph, key, bp)
             if stop is not None:
                 armed.setdefault(stop, []).append((bp, location))
-        if graph.nodes:      # a backward's nodes are known once it compiled
+        if line_places.settled(graph):      # a backward's nodes are known once it compiled
             self._nodes_cache[key] = (self.breakpoints.version, graph, armed)
         return dict(armed)
 

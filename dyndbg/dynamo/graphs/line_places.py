@@ -126,6 +126,13 @@ def first_stop(graph: SteppedGraph, file_matches: FileMatches, line: int) -> Sto
     return first_node_of(line_nodes(graph), file_matches, line)
 
 
+def settled(graph: SteppedGraph) -> bool:
+    """Whether what the graph runs is known for good: its own nodes (a
+    backward's come when it compiles) and, for output code, its steps (an
+    inductor backward's, were it stepped, would come at its compile too)."""
+    return bool(graph.nodes) and (not isinstance(graph, OutputCodeGraph) or bool(graph.steps))
+
+
 def stop_key(graph: SteppedGraph, node: object) -> StopKey | None:
     """The key of the stop before `node` (graph.node_at's answer at a line)."""
     if isinstance(graph, OutputCodeGraph):
