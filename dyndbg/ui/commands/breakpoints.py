@@ -172,7 +172,9 @@ class BreakpointCommands:
           INDEX, @OFFSET        an instruction of the current code object
           FILE:LINE             where generated code enters that source line,
                                 and in each compiled graph (forward, backward)
-                                with nodes from it: before its first node
+                                with nodes from it: before its first node (an
+                                inductor graph's forward: before the first
+                                kernel computing one)
           graph N, __compiled_fn_N[_uuid], __compiled_fn_*
                                 the call of a compiled graph, from any frame
           resume, torch_dynamo_resume_in_f*, __resume_at_*
