@@ -182,6 +182,7 @@ COMMANDS = [f"b {NAME}:{LINE_FUSED}",                         # 1: pending at th
             "s",            # the next step of `call`
             "c",            # step 1: breakpoints 1 and 3, the same kernel
             "disable 1.1",
+            "b 3",          # an instruction index: of generated code, not stopped in any
             "c",            # step 2: breakpoint 3
             "b",
             "c"]
@@ -268,6 +269,9 @@ def test_conditions_ignore_and_disable_count_hits(session) -> None:
     ignored. 1.1 disabled keeps its hits."""
     run, account = session
     assert "Error in condition" not in run.transcript
+    refused = next(out for command, out in _segments(run.transcript) if command == "b 3")
+    assert refused == ["*** INDEX and @OFFSET name an instruction of the generated code stopped "
+                       "at: the program is not stopped in generated code"], refused
     (mm,) = {k for n in account.line_nodes(LINE_MM) for k, via in account.computing(n)}
     assert mm.line < account.first_kernel(LINE_SUM).line and "a" in mm.named
     listing = next(out for command, out in _segments(run.transcript) if command == "b")

@@ -50,10 +50,12 @@ class BreakpointCommands:
         (the stopped frame's unless another generated frame is selected)."""
         host = self.host
         stop = host.stop
-        assert stop is not None
         location = parse_location(spec)
         if not isinstance(location, InstructionSpec):
             return location
+        if stop is None:    # inside a compiled graph, or while dynamo compiles
+            raise CommandError("INDEX and @OFFSET name an instruction of the generated code "
+                               "stopped at: the program is not stopped in generated code")
         info, entry = stop.info, stop.entry
         selected = host.frame
         if selected is not stop.frame and host.engine.registry.is_generated(selected.f_code):
