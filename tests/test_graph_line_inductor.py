@@ -348,6 +348,8 @@ class Runner:
     names = kernel_lines.condition_names(graph, fused, held)     # buf1: allocated only
     assert set(names) == {"arg0_1", "l_x_", "arg1_1", "l_w_", "buf0", "a"}, set(names)
     assert names["a"] is held["buf0"] and names["l_x_"] is held["arg0_1"]
+    # nodes are looked for only where the condition reads them
+    assert "a" not in kernel_lines.condition_names(graph, fused, held, {"buf0", "sum"})
     names = kernel_lines.condition_names(graph, steps[-1], held)
     assert {"buf1", "total"} <= set(names) and "relu" not in names, set(names)
 

@@ -21,6 +21,7 @@ Only the graph frame's locals are read: the graph computes what it computes.
 """
 from __future__ import annotations
 
+import functools
 import types
 from typing import Callable, NamedTuple
 
@@ -285,7 +286,8 @@ class GraphLineBreaks:
         """A condition in the graph's frame: an FX graph's locals are its node
         values; inductor's `call`, condition_names' (what it holds now)."""
         if isinstance(graph, OutputCodeGraph):
-            names = kernel_lines.condition_names(graph, node, frame.f_locals)
+            names = kernel_lines.condition_names(graph, node, frame.f_locals,
+                                                 _names_read(expression))
             try:
                 return self.evaluate(frame, expression, names)
             except NameError as error:
@@ -296,3 +298,12 @@ class GraphLineBreaks:
                                 f"or freed: `p {error.name}` there says which)") from None
         return self.evaluate(frame, expression)
 
+
+@functools.lru_cache(maxsize=64)
+def _names_read(expression: str) -> frozenset[str] | None:
+    """The names a condition's code reads (None: it does not compile; its
+    evaluation says why)."""
+    try:
+        return frozenset(compile(expression, "<condition>", "eval").co_names)
+    except SyntaxError:
+        return None

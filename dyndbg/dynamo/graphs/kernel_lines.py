@@ -23,7 +23,7 @@ anything; it reads the OutputCodeGraph.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Collection, NamedTuple
 
 from dyndbg.dynamo.graphs.inductor_steps import BufferState, OutputCodeGraph, Where, _computes
 from dyndbg.dynamo.graphs.lookup import node_frame
@@ -127,14 +127,17 @@ def stop_at(graph: OutputCodeGraph, step: object, file_matches: FileMatches,
     return LineStop(step, tuple(computes), place)
 
 
-def condition_names(graph: OutputCodeGraph, step: object, frame_locals: dict) -> dict:
+def condition_names(graph: OutputCodeGraph, step: object, frame_locals: dict,
+                    wanted: Collection[str] | None = None) -> dict:
     """The names a condition sees before `step` of inductor's `call`: the
     inputs it still holds (by the output code's names, `arg0_1`, and
     dynamo's, `l_x_`), the buffers written so far (`buf0`; not one only
     allocated: its memory holds what the allocator left), and each of
     dynamo's nodes whose value such a buffer holds by inductor's records
     (`relu`; a node fused into a kernel, never stored, is not there, nor
-    one whose buffer `p` can only infer)."""
+    one whose buffer `p` can only infer). `wanted`: the names the condition
+    reads (its code's co_names), where known: only those nodes are looked
+    for (each costs a walk of the output code's steps)."""
     names: dict = {}
     before = step if isinstance(step, CodeStep) else None
     for held in graph.held(before, frame_locals):
@@ -146,7 +149,8 @@ def condition_names(graph: OutputCodeGraph, step: object, frame_locals: dict) ->
     if before is None:
         return names
     for node in graph.nodes:
-        if getattr(node, "op", "") in ("placeholder", "output") or node.name in names:
+        if getattr(node, "op", "") in ("placeholder", "output") or node.name in names \
+                or (wanted is not None and node.name not in wanted):
             continue
         place = graph.place_of(node.name, before, frame_locals)
         if place.where is Where.BUFFER and not place.via:   # via: a buffer inferred, not named
