@@ -212,9 +212,7 @@ class SettraceTracer(MechanismBase):
         if thread.installed and not thread.suspended:
             sys.settrace(self._front())
         elif not thread.suspended and self._graphs.pinned == threading.get_ident():
-            # a graph watched while dynamo compiled (a `b FILE:LINE` that resolved
-            # as its graph was compiled): its calls are seen from now on
-            self._install()
+            self._install()     # a graph watched while dynamo compiled: seen from now on
 
     # -- installing and arming (in the current thread) -------------------------------
     def _install(self) -> None:
