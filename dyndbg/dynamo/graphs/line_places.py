@@ -64,9 +64,13 @@ def graph_parts(name: str, value: object, backend: str | None) -> list[SteppedGr
     """The graphs that run for graph global `name`: its forward (an FX
     graph's code, or inductor's output code), and where AOT autograd
     compiled it for training, its backward where it runs an FX graph
-    (aot_eager). An inductor backward is not stepped (backward.backward_graph
-    says it gives no way in); were it an OutputCodeGraph, it would be a
-    part here as the forward is: nothing below tells the parts apart."""
+    (aot_eager). Inductor's backward (inductor_backward.BackwardOutputCode,
+    which `catch backward` steps) is not a location yet: its C++ kernels name
+    no node (its line map gives their lines only), so kernel_lines' reading
+    by nodes, fused ones found through their users, would say false things
+    there; it needs a reading by the lines user_places gives, and its output
+    code read at its first call (code None until then, as an FX backward's:
+    watched as None). Nothing else here tells the parts apart."""
     try:
         forward = runnable_graph(name, value, backend)
     except NoWayIn:
