@@ -59,7 +59,11 @@ BOTH_CORES = {"test_history", "test_same_stops", "test_mechanisms", "test_tracin
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if metafunc.module.__name__ in BOTH_CORES and "dyndbg_core" in metafunc.fixturenames:
-        metafunc.parametrize("dyndbg_core", ["c", "python"] if CORE_BUILT else ["python"],
+        # one_core: a slow test whose subject is not the core (a real model's
+        # compile-time stops), beside the same checks run on both over the corpus
+        one = metafunc.definition.get_closest_marker("one_core") is not None
+        metafunc.parametrize("dyndbg_core", ["c"] if CORE_BUILT and one else
+                             ["c", "python"] if CORE_BUILT else ["python"],
                              indirect=True, ids=lambda core: f"core={core}")
 
 

@@ -140,6 +140,7 @@ def test_the_groups_hold_every_program() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.one_core
 def test_every_compile_time_stop_of_a_real_model_answers_every_command() -> None:
     """transformers' GPT-2 (tests/programs/tiny_gpt2.py): a code base nobody here wrote."""
     pytest.importorskip("transformers")
