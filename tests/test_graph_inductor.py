@@ -202,8 +202,15 @@ def _named(account: Account, kernel: Kernel) -> tuple[str, ...]:
         # scheduler.enter_context enters the extern kernel's context (its last
         # node's trace) before the C++ group waiting before it is flushed
         traces.discard(_key(account.nodes[account.kernels[following].nodes[-1]].meta.get("stack_trace")))
-    return tuple(name for name, node in account.nodes.items() if node.op not in ("placeholder", "output")
-                 and _key(node.meta.get("stack_trace")) in traces and name not in claimed)
+    # a trace names its node only where one node (not an extern kernel's output) has it:
+    # where several have it (a module's nodes carry their caller's line), the line map
+    # says the line, not the node
+    by_trace: dict[str, list[str]] = {}
+    for name, node in account.nodes.items():
+        key = _key(node.meta.get("stack_trace"))
+        if node.op not in ("placeholder", "output") and key in traces and name not in claimed:
+            by_trace.setdefault(key, []).append(name)
+    return tuple(names[0] for names in by_trace.values() if len(names) == 1)
 
 
 def _holder(account: Account, node: str) -> Kernel | None:
@@ -384,6 +391,42 @@ class Runner:
         "y: fused into cpp_fused_relu_0, which computes its user h, not materialized"
     assert kernel_steps.place_lines("h", NodePlace(Where.NOT_YET, kernel)) == \
         "h: not computed yet (cpp_fused_relu_0 computes it)"
+
+
+def test_a_line_map_trace_several_nodes_have_names_no_node() -> None:
+    """A torch module's nodes all carry their caller's line (torch 2.13 keeps
+    no frame of torch's own files in a stack trace): where the line map's
+    trace for a kernel is several unclaimed nodes', it tells the line, not
+    the node. The kernel names none of them, says the line, and `p` of one
+    says its line only is known (measured on nn.TransformerEncoderLayer,
+    whose kernels were each said to compute all of `layer(x)`'s nodes)."""
+    from dyndbg.dynamo.graphs.inductor_steps import NodePlace, Where
+    from dyndbg.dynamo.graphs.output_code import parse, with_provenance
+    from dyndbg.ui.text import kernel_steps
+    source = '''
+cpp_fused_clone_0 = async_compile.cpp_pybinding(['const float*', 'float*'], r"""x""")
+cpp_fused_relu_1 = async_compile.cpp_pybinding(['const float*', 'float*'], r"""x""")
+def call(args):
+    arg0_1, = args
+    buf0 = empty_strided_cpu((4, ), (1, ), torch.float32)
+    cpp_fused_clone_0(arg0_1, buf0)
+    buf1 = empty_strided_cpu((4, ), (1, ), torch.float32)
+    cpp_fused_relu_1(buf0, buf1)
+    return (buf1, )
+'''
+    parsed = parse(source)
+    assert parsed is not None
+    traces = {"LAYER": ("query", "attn", "relu"), "LOSS": ("loss",)}
+    steps = with_provenance(parsed, source, [(7, "LAYER"), (9, "LAYER"), (9, "LOSS")], traces)
+    first, second = [s for s in steps if s.kernel.startswith("cpp_")]
+    assert (first.nodes, first.lines) == ((), ("LAYER",))
+    assert (second.nodes, second.lines) == (("loss",), ("LAYER",))
+    assert kernel_steps.computes_text(first, [("prog.py", 7)]) == \
+        "computes nodes inductor does not name; lines its line map records for them:"
+    assert kernel_steps.computes_text(second, [("prog.py", 8), ("prog.py", 7)]).startswith(
+        "computes loss (inductor's line map), and other nodes of the lines below")
+    assert kernel_steps.place_lines("relu", NodePlace(Where.LINE_ONLY, first)).startswith(
+        "relu: inductor's line map records its line for cpp_fused_clone_0, not which")
 
 
 @pytest.mark.slow

@@ -96,6 +96,7 @@ class Where(Enum):
     FREED = "freed"
     UNKNOWN = "unknown"
     UNNAMED = "unnamed"           # a backward's: no kernel is named as computing it
+    LINE_ONLY = "line only"       # kernels compute work of its line, which of its line's nodes unknown
 
 
 class NodePlace(NamedTuple):
@@ -211,14 +212,40 @@ class OutputCodeGraph:
 
     def user_places(self, step: CodeStep) -> list[tuple[str, int]]:
         """The user lines of the nodes a step computes, in order, once each
-        (each node's own stack trace)."""
+        (each node's own stack trace), then those of the line map's traces
+        whose nodes it does not tell apart (CodeStep.lines)."""
         by_name = {n.name: n for n in self.nodes}
         out: list[tuple[str, int]] = []
         for name in step.nodes:
             place = node_frame(by_name[name]) if name in by_name else None
             if place is not None and place not in out:
                 out.append(place)
+        for key in step.lines:
+            place = self.trace_place(key)
+            if place is not None and place not in out:
+                out.append(place)
         return out
+
+    def trace_nodes(self, key: str) -> list[str]:
+        """dynamo's nodes whose stack trace has this trace_key, in graph order."""
+        return [n.name for n in self.nodes if getattr(n, "op", "") not in ("placeholder", "output")
+                and isinstance(n.meta.get("stack_trace"), str)
+                and trace_key(n.meta["stack_trace"]) == key]
+
+    def trace_place(self, key: str) -> tuple[str, int] | None:
+        by_name = {n.name: n for n in self.nodes}
+        names = self.trace_nodes(key)
+        return node_frame(by_name[names[0]]) if names else None
+
+    def line_kernels(self, node_name: str) -> list[CodeStep]:
+        """The kernels whose line map records the node's stack trace among
+        traces it does not tell the nodes of apart (CodeStep.lines)."""
+        node = next((n for n in self.nodes if n.name == node_name), None)
+        trace = getattr(node, "meta", {}).get("stack_trace") if node is not None else None
+        if not isinstance(trace, str):
+            return []
+        key = trace_key(trace)
+        return [s for s in self.steps if s.kind is StepKind.KERNEL and key in s.lines]
 
     def kernels_of(self, node_name: str) -> list[CodeStep]:
         return [s for s in self.steps if s.kind is StepKind.KERNEL and node_name in s.nodes]
@@ -232,6 +259,8 @@ class OutputCodeGraph:
         inputs' kernels too (`# relu, x, x_1, linear` for an addmm of a fused
         relu and max-pool): it computes none of those."""
         kernels = [k for k in self.kernels_of(node_name) if _computes(k, node_name)]
+        if not kernels and self.line_kernels(node_name):
+            return NodePlace(Where.LINE_ONLY, self.line_kernels(node_name)[0])
         if not kernels:
             inferred = self._unnamed_output(node_name, before, frame_locals)
             if inferred is not None:

@@ -40,6 +40,9 @@ class Computes(NamedTuple):
 
     node: str
     via: str = ""
+    # the kernel's line map records the node's line, among nodes it does not
+    # tell apart (CodeStep.lines): it computes work of the line, maybe not this node
+    by_line: bool = False
 
 
 class LineStop(NamedTuple):
@@ -51,13 +54,18 @@ class LineStop(NamedTuple):
     place: tuple[str, int]           # the line's (file, line), as the nodes' stack trace says
 
 
-def computing_kernels(graph: OutputCodeGraph, node_name: str) -> list[tuple[CodeStep, str]]:
+def computing_kernels(graph: OutputCodeGraph, node_name: str) -> list[tuple[CodeStep, str | None]]:
     """(kernel, via) for each kernel step that computes node `node_name`,
     in the output code's order: via "" where inductor names the node for the
-    kernel, else the node reached from it that inductor names there."""
+    kernel, else the node reached from it that inductor names there; via
+    None where the kernel's line map records the node's line only (among
+    nodes it does not tell apart: it may compute another node of the line)."""
     named = [k for k in graph.kernels_of(node_name) if _computes(k, node_name)]
     if named:
         return [(k, "") for k in named]
+    by_line = graph.line_kernels(node_name)
+    if by_line:
+        return [(k, None) for k in by_line]
     by_name = {n.name: n for n in graph.nodes}
     node = by_name.get(node_name)
     if node is None:
@@ -73,7 +81,9 @@ def computing_kernels(graph: OutputCodeGraph, node_name: str) -> list[tuple[Code
         kernels = [k for k in graph.kernels_of(user.name) if _computes(k, user.name)]
         for kernel in kernels:
             found.setdefault(kernel.line, (kernel, user.name))
-        if not kernels:
+        if not kernels and not graph.line_kernels(user.name):
+            # (a user only a line map records, among its line's nodes: which
+            # kernel computes it is not known, nor so where this node is)
             queue.extend(user.users)
     return [found[line] for line in sorted(found)]
 
@@ -98,7 +108,8 @@ def first_stop(graph: OutputCodeGraph, file_matches: FileMatches, line: int) -> 
     by_kernel: dict[int, tuple[CodeStep, list[Computes]]] = {}
     for node in nodes:
         for kernel, via in computing_kernels(graph, node.name):
-            by_kernel.setdefault(kernel.line, (kernel, []))[1].append(Computes(node.name, via))
+            by_kernel.setdefault(kernel.line, (kernel, []))[1].append(
+                Computes(node.name, via or "", by_line=via is None))
     if not by_kernel:
         return None
     kernel, computes = by_kernel[min(by_kernel)]
@@ -116,10 +127,9 @@ def stop_at(graph: OutputCodeGraph, step: object, file_matches: FileMatches,
     nodes = line_nodes(graph, file_matches, line)
     computes = []
     for node in nodes:
-        via = next((v for k, v in computing_kernels(graph, node.name) if k.line == step.line),
-                   None)
-        if via is not None:
-            computes.append(Computes(node.name, via))
+        found = [v for k, v in computing_kernels(graph, node.name) if k.line == step.line]
+        if found:
+            computes.append(Computes(node.name, found[0] or "", by_line=found[0] is None))
     if not computes:
         return None
     place = node_frame(next(n for n in nodes if n.name == computes[0].node))

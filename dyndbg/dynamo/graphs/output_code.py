@@ -93,6 +93,10 @@ class CodeStep(NamedTuple):
     source: str = ""                # its alias's or reinterpret's base buffer
     nodes: tuple[str, ...] = ()     # dynamo FX node names inductor records for it
     provenance: str = ""            # "comment" | "line map" | ""
+    # trace_key()s inductor's line map records for it whose nodes it does not
+    # tell apart (several of dynamo's nodes have that stack trace): the kernel
+    # computes work of those lines, which of their nodes is not known
+    lines: tuple[str, ...] = ()
 
     @property
     def stops(self) -> bool:
@@ -323,11 +327,19 @@ def with_provenance(code: OutputCode, source: str, linemap: list[tuple[int, str]
                 rest = [t for t in found if last not in traces.get(t, ())]
                 found = rest or found
             names: list[str] = []
+            unsure: list[str] = []
             for trace in dict.fromkeys(found):
                 candidates = traces.get(trace, ())
                 unclaimed = [n for n in candidates if n not in claimed]
-                names.extend(unclaimed or candidates)
+                if len(unclaimed) == 1 or (not unclaimed and len(candidates) == 1):
+                    names.extend(unclaimed or candidates)
+                elif candidates:
+                    # The line map keeps one trace per scheduled node: where
+                    # several nodes have it (a torch module's nodes all carry
+                    # its caller's line), it says the line, not the node.
+                    unsure.append(trace)
             steps[i] = step._replace(nodes=tuple(dict.fromkeys(names)),
-                                     provenance="line map" if names else "")
+                                     provenance="line map" if names else "",
+                                     lines=tuple(unsure))
         previous = step.line
     return steps

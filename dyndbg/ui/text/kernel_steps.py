@@ -65,6 +65,9 @@ def stop_lines(tag: str, step: CodeStep, index: int, count: int,
 def computes_text(step: CodeStep, places: list[tuple[str, int]]) -> str:
     """`computes h (inductor's line map)`; for a kernel inductor names no node
     for (a backward's C++ kernel), what its line map gives instead."""
+    if step.nodes and step.lines:
+        return (f"computes {', '.join(step.nodes)} (inductor's {step.provenance}), and other "
+                "nodes of the lines below, which its line map records but does not name:")
     if step.nodes:
         return f"computes {', '.join(step.nodes)} (inductor's {step.provenance})"
     if places:
@@ -77,10 +80,15 @@ def line_lines(number: int, line_stop: LineStop) -> list[str]:
     the kernel computes the line's nodes, those fused in named with the node
     inductor records for the kernel that they are computed for."""
     file, line = line_stop.place
+    named = [c for c in line_stop.computes if not c.by_line]
     nodes = ", ".join(f"{c.node} (fused in for {c.via}, not materialized)" if c.via
-                      else c.node for c in line_stop.computes)
-    return [f"  breakpoint {number}'s line {os.path.basename(file)}:{line}: "
-            f"this kernel computes {nodes}"]
+                      else c.node for c in named)
+    where = f"  breakpoint {number}'s line {os.path.basename(file)}:{line}: "
+    if not named:
+        unsure = ", ".join(c.node for c in line_stop.computes)
+        return [where + "this kernel computes work of it (inductor's line map records the line, "
+                f"not which of its nodes: {unsure})"]
+    return [where + f"this kernel computes {nodes}"]
 
 
 def toolbar_text(tag: str, step: CodeStep, index: int, count: int) -> str:
@@ -112,6 +120,10 @@ def place_lines(node: str, place: NodePlace) -> tuple[str, object] | str:
         return f"{node}: fused into {kernel}{via}, not materialized"
     if place.where is Where.FREED:
         return f"{node}: computed by {kernel}, its buffer since freed or reused"
+    if place.where is Where.LINE_ONLY:
+        return (f"{node}: inductor's line map records its line for {kernel}, not which of that "
+                f"line's nodes it computes; no value is shown (`graph values {node}` computes "
+                "it eagerly)")
     if place.where is Where.UNNAMED:
         return (f"{node}: inductor names no kernel of this backward as computing it (its C++ "
                 "kernels carry no node names); `locals` shows the buffers")
