@@ -109,9 +109,21 @@ def _lines(entry: live_entries.LiveEntry) -> list[GuardView]:
     logged = _logged(entry.code)
     stacks = logged.guard_stacks if logged is not None else ()
     return [GuardView(line.number, line.text, line.depth, line.origin,
-                      None if line.guard is None else compile_context.stack_of(
-                          stacks, line.source, line.code or line.text, line.origin))
-            for line in guard_walk.guard_lines(entry.guard_manager)]
+                      _stack(logged, line, stacks)) for line in guard_walk.guard_lines(entry.guard_manager)]
+
+
+def _stack(logged: GeneratedCode | None, line: guard_walk.GuardLine,
+           stacks: tuple) -> traceback.StackSummary | None:
+    """The user stack torch recorded for a guard line (a shape guard's, as
+    dyndbg noted it while torch made its SLoc)."""
+    if line.guard is None or line.group:
+        return None
+    if line.shape is not None:
+        if logged is None or logged.shapes is None or line.origin == "torch":
+            return None
+        found = [s for s in logged.shapes.stacks_for(line.shape.comment) if s]
+        return found[0] if found and all(list(s) == list(found[0]) for s in found) else None
+    return compile_context.stack_of(stacks, line.source, line.code or line.text, line.origin)
 
 
 def entries(function: Callable | types.CodeType | str) -> list[EntryView]:

@@ -16,6 +16,7 @@ and at graph-break stops (the prompt, the editor's console), computed once.
 """
 from __future__ import annotations
 
+from traceback import StackSummary
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from dyndbg.dynamo.compiles.breaks import BreakReason
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
     from dyndbg.dynamo.guards import GuardLine
     from dyndbg.dynamo.guards import EntryExplanation
     from dyndbg.dynamo.compiles.registry import GeneratedCode, Registry
+    from dyndbg.dynamo.shapes.parts import ShapePart
+    from dyndbg.dynamo.shapes.record import ShapeRecord
 
 
 class Origin(NamedTuple):
@@ -129,6 +132,11 @@ def guard_story(entry: GeneratedCode, line: GuardLine) -> list[str]:
     if line.guard is None:
         return [f"line {line.number} is a source ({line.source or line.text}), not a guard: "
                 "its guards are the numbered lines under it"]
+    if line.group:
+        return [f"line {line.number} is the lambda torch checks the shape guards with: "
+                "each is a numbered line under it"]
+    if line.shape is not None:
+        return lines + shape_guard_story(entry.shapes, line.shape)
     origin = line.origin
     if origin == "torch":
         return lines + ["  torch installs it itself (no line of yours made it: grad mode, "
@@ -138,9 +146,40 @@ def guard_story(entry: GeneratedCode, line: GuardLine) -> list[str]:
         why_not = "that compile ran before dyndbg attached" if not entry.guard_stacks else \
             "torch recorded no single stack for it"
         return lines + [f"  installed at {origin}; the whole stack is not known ({why_not})"]
-    lines.append("  installed while dynamo traced (innermost last):")
+    return lines + stack_lines("installed while dynamo traced", stack)
+
+
+def stack_lines(heading: str, stack: StackSummary) -> list[str]:
+    """A user stack, innermost last, each frame with its line."""
+    lines = [f"  {heading} (innermost last):"]
     for frame in stack:
         lines.append(f"    {frame.filename}:{frame.lineno} in {frame.name}")
         if frame.line:
             lines.append(f"      {frame.line.strip()}")
     return lines
+
+
+def shape_guard_story(record: ShapeRecord | None, part: ShapePart) -> list[str]:
+    """`why guard N` on a shape guard: where torch added it, from its SLoc (one
+    frame) and the whole user stack dyndbg noted when torch made that SLoc."""
+    user = part.sloc.user
+    if part.origin == "torch":
+        said = f"  torch's own: {part.note}" if part.note else "  torch's own"
+        if user is not None:
+            said += f" (the line torch shows is the value's first use: {user.place})"
+        return [said]
+    assert user is not None
+    stacks = record.stacks_for(part.comment) if record is not None else []
+    known = [stack for stack in stacks if stack]
+    if known and all(_frames(stack) == _frames(known[0]) for stack in known):
+        return stack_lines("a shape guard torch added while dynamo traced", known[0])
+    why_not = "that compile ran before dyndbg attached" if record is None or not record.noted \
+        else "torch made several with this line and different stacks"
+    return [f"  a shape guard torch added at {user.file}:{user.line} in {user.function}:",
+            f"      {user.text}" if user.text else "      (no source line)",
+            f"  (torch keeps only this frame of its stack; the whole stack is not known: "
+            f"{why_not})"]
+
+
+def _frames(stack: StackSummary) -> list[tuple[str, int | None]]:
+    return [(frame.filename, frame.lineno) for frame in stack]

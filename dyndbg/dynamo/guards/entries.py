@@ -42,6 +42,7 @@ from dyndbg.dynamo.backends import backend_name
 from dyndbg.dynamo.versions import torch_version
 from dyndbg.dynamo.guards.tree import (GuardLine, GuardScope, Judge, TreeBuilder, code_only,
                                       frame_origin, managers, walk)
+from dyndbg.dynamo.shapes.parts import is_shape_lambda, shape_part
 
 
 def _unavailable(what: str) -> str:
@@ -76,8 +77,10 @@ class EntryExplanation:
     origins: dict[str, str] = field(default_factory=dict)
 
 
-# A guard source in torch's guard code: `L['x']`, `G['Config'].flag`, `G['T']['k']`.
-_SOURCE = re.compile(r"\b[LG]\[[^\]]+\](?:\.\w+|\[[^\]]+\])*")
+# A guard source in torch's guard code: `L['x']`, `G['Config'].flag`, `G['T']['k']`,
+# `L['x'].size()[0]` (a shape guard's).
+_SOURCE = re.compile(r"\b[LG]\[[^\]]+\](?:\.(?:size|stride|storage_offset)\(\)|\.\w+|"
+                     r"\[[^\]]+\])*")
 
 
 def source_values(guard_manager: object, f_locals: dict, code: str) -> list[tuple[str, object]]:
@@ -197,6 +200,31 @@ def _check_verbose(entry: object, f_locals: dict) -> Outcome | None:
     return Outcome(bool(result.result), "; ".join(parts) or "guards failed", origin)
 
 
+def _failing_shape_guards(entry: object, outcome: Outcome | None,
+                          f_locals: dict) -> Outcome | None:
+    """Where the shape guards' lambda failed (check_verbose gives all its
+    conditions): the conditions that fail on `f_locals`, each evaluated alone,
+    with the line torch recorded for the first; None where that is not it."""
+    root = _root(entry)
+    epilogue = getattr(root, "get_epilogue_lambda_guards", None)
+    if outcome is None or outcome.passed or epilogue is None:
+        return None
+    for leaf in epilogue():
+        parts = [versions.split_hint(str(p))[0] for p in leaf.verbose_code_parts()]
+        if not is_shape_lambda(type(leaf).__name__, parts):
+            continue
+        shapes = [part for part in map(shape_part, parts) if part is not None]
+        if not shapes or any(part.code not in outcome.reason for part in shapes):
+            continue
+        scope = GuardScope(getattr(entry, "guard_manager", None), f_locals)
+        failing = [part for part in shapes if scope.shape_truth(part.code) is False]
+        if failing:
+            origin = failing[0].origin
+            return Outcome(False, "; ".join(part.code for part in failing),
+                           "" if origin == "torch" else origin)
+    return None
+
+
 def _running_entry(entries: list, transformed_code: types.CodeType) -> object | None:
     # Identity, never equality or hashing: generated code objects can be unhashable.
     return next((e for e in entries if e.code is transformed_code), None)
@@ -229,6 +257,7 @@ def _explain(original_code: types.CodeType, transformed_code: types.CodeType,
                 outcome = _check_verbose(entry, f_locals)
             # A process-wide setting changed since: torch's reason is all there is.
             outcome = _against_call(entry, outcome, call) or outcome
+            outcome = _failing_shape_guards(entry, outcome, f_locals) or outcome
         except Exception as error:  # noqa: BLE001
             explanation.rejected.append((cid, f"guards not evaluable: {error}"))
             continue

@@ -1,0 +1,174 @@
+"""Why a size is dynamic, specialized or guarded (issue 51): `guards` lists
+each shape guard on its own line with the user line torch recorded for it,
+`why guard N` its user stack. Checked against torch's own account of
+the same program run without dyndbg on whichever torch runs the suite
+(tests/programs/shape_account.py: the ShapeEnv's guards with their SLocs,
+replacements, var_to_range, var_to_sources, the structured trace's user
+stacks, TORCH_LOGS=dynamic's lines), never against strings copied from one
+release. One dyndbg run serves every prompt test here."""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import warm_start
+from harness import ROOT, TIMEOUT, Run, child_env, run_dyndbg, run_plain
+from transcript import no_traceback, segments, stops_in
+
+PROGRAM = ROOT / "tests" / "programs" / "dynamic_shapes.py"
+ACCOUNT = ROOT / "tests" / "programs" / "shape_account.py"
+NUMBERS = range(24)      # `why guard N` for each, more than a listing here has
+# torch's log lines (TORCH_LOGS=dynamic), by compile id: the user frame after `  # `
+LOG = re.compile(r"\[(?P<compile>\d+/\d+)\] (?P<what>.*)$")
+WHERE = re.compile(r"  # (?P<file>[^#]*?):(?P<line>\d+) in \w+ \(")
+
+
+class Account:
+    """Torch's account of PROGRAM, run without dyndbg (or, `watched`, with the
+    hooks dyndbg.cache installs)."""
+
+    def __init__(self, proc: object) -> None:
+        out = proc.stdout  # type: ignore[attr-defined]
+        self.shapes = {d["compile"]: d for d in _records(out, "SHAPES")}
+        self.parts = {d["compile"]: d["parts"] for d in _records(out, "PARTS")}
+        self.stacks = _records(out, "STACK")
+        self.log = [(m["compile"], m["what"]) for m in map(LOG.search, proc.stderr.splitlines())  # type: ignore[attr-defined]
+                    if m]
+        self.stdout = [line for line in out.splitlines()
+                       if not line.startswith(("SHAPES ", "PARTS ", "STACK "))]
+
+    def logged(self, compile_id: str, start: str) -> list[str]:
+        return [what for cid, what in self.log if cid == compile_id and what.startswith(start)]
+
+
+def _records(out: str, tag: str) -> list[dict]:
+    return [json.loads(line[len(tag) + 1:]) for line in out.splitlines() if line.startswith(tag + " ")]
+
+
+def _account(*extra: str) -> Account:
+    proc = warm_start.run([sys.executable, str(ACCOUNT), *extra, str(PROGRAM)],
+                          capture_output=True, text=True, cwd=ROOT, env=child_env(),
+                          timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return Account(proc)
+
+
+def place(user_loc: str | None) -> str:
+    """`dynamic_shapes.py:18` from torch's `maybe_user_loc` (`<line>  # <file>:<line> in <fn>`)."""
+    found = re.search(r"  # ([^#]*?):(\d+) in \S+$", user_loc or "")
+    return f"{Path(found.group(1)).name}:{found.group(2)}" if found else "torch"
+
+
+def logged_place(what: str) -> str:
+    found = WHERE.search(what)
+    return f"{Path(found.group('file')).name}:{found.group('line')}" if found else "torch"
+
+
+@pytest.fixture(scope="module")
+def account() -> Account:
+    return _account()
+
+
+COMMANDS = ["b marked", "b halves", "c",                           # marked [1/0]
+            "guards", *[f"why guard {n}" for n in NUMBERS], "c",  # halves [2/0]
+            "guards", *[f"why guard {n}" for n in NUMBERS], "c"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    return run_dyndbg(PROGRAM, COMMANDS, tmp_path_factory.mktemp("shapes"))
+
+
+def at_stops(run: Run) -> dict[str, dict[str, list[str]]]:
+    """Each command's answer, by the compile id of the stop it was typed at."""
+    stops: dict[str, dict[str, list[str]]] = {}
+    current = "?"
+    for segment in segments(run.transcript):
+        stops.setdefault(current, {})[segment.command] = segment.output
+        found = stops_in(segment.output)
+        if found:
+            current = re.search(r"\[(\d+/\d+)\]", found[-1]["label"]).group(1)  # type: ignore[union-attr]
+    return stops
+
+
+LISTED = re.compile(r"^  (?P<mark>ok  |FAIL|n/a ) +(?P<number>\d+)(?P<indent> +)(?P<code>.*?)"
+                    r"(?:  # (?P<origin>\S+)|  \(torch's own\))?$")
+
+
+def shape_lines(listing: list[str]) -> list[dict]:
+    """The lines under the shape guards' lambda in a `guards` listing."""
+    found: list[dict] = []
+    header = None
+    for line in listing:
+        match = LISTED.match(line)
+        if match is None:
+            continue
+        if "LAMBDA_GUARD: the shape guards" in line:
+            header = len(match["indent"])
+        elif header is not None and len(match["indent"]) > header:
+            found.append(match.groupdict())
+        else:
+            header = None
+    return found
+
+
+def test_the_program_and_its_compiles_are_torchs_own(run: Run, account: Account) -> None:
+    """The program prints what it prints alone, and dyndbg's hooks (the
+    ShapeEnv watch) change nothing torch records: each guard's SLoc, each
+    replacement's, the shape guards' code parts and the log lines are those of
+    a run with the hooks installed."""
+    no_traceback(run)
+    assert (run.stdout, run.returncode) == (run_plain(PROGRAM).stdout, 0), run.stderr[-2000:]
+    assert account.stdout == run.stdout.splitlines()
+    watched = _account("--watched")
+    assert watched.shapes == account.shapes and watched.parts == account.parts
+    assert watched.stacks == account.stacks
+    assert [(cid, what) for cid, what in watched.log] == account.log
+
+
+def test_guards_lists_each_shape_guard_with_the_line_torch_recorded(run: Run,
+                                                                   account: Account) -> None:
+    stops = at_stops(run)
+    for compile_id in ("1/0", "2/0"):
+        listing = stops[compile_id]["guards"]
+        shown = shape_lines(listing)
+        parts = [p for lam in account.parts[compile_id] for p in lam]
+        assert [s["code"] for s in shown] == [p.split("  # ")[0].strip() for p in parts], listing
+        slocs = {sloc: user for _, sloc, user in account.shapes[compile_id]["guards"]}
+        added = {logged_place(what) for what in account.logged(compile_id, "eval ")
+                 if "[guard suppressed]" not in what}
+        for line, part in zip(shown, parts):
+            comment = part.split("  # ", 1)[1]
+            expected = place(slocs[comment]) if comment in slocs else "torch"
+            assert (line["origin"] or "torch") == expected, (line, part)
+            assert line["mark"] == "ok  ", line      # the running entry passed them
+            if expected != "torch":
+                assert expected in added, (expected, added)
+        assert not any("tensor.py" in line or "_prims_common" in line for line in listing)
+        # One line for the lambda torch checks them with, numbered, under which they stand.
+        assert any("LAMBDA_GUARD: the shape guards" in line for line in listing), listing
+
+
+def test_why_guard_gives_a_shape_guards_user_stack(run: Run, account: Account) -> None:
+    """The inlined guard's two frames, as torch's structured trace gives them."""
+    stops = at_stops(run)
+    listing = stops["1/0"]["guards"]
+    inlined = next(m for m in shape_lines(listing) if m["origin"])
+    said = stops["1/0"][f"why guard {inlined['number']}"]
+    frames = [(Path(f).name, int(n)) for f, n in
+              re.findall(r"^    (\S+):(\d+) in \S+$", "\n".join(said), re.M)]
+    traced = [[(Path(f).name, n) for f, n in s["stack"]] for s in account.stacks
+              if s["compile"] == "1/0" and len(s["stack"]) == 2]
+    assert frames in traced and len(frames) == 2, (said, account.stacks)
+    assert frames[-1] == (PROGRAM.name, _marked_line("the inlined shape guard"))
+    # The range guard is torch's own, said in torch's words.
+    ranged = next(m for m in shape_lines(listing) if not m["origin"])
+    assert stops["1/0"][f"why guard {ranged['number']}"][1].startswith("  torch's own: ")
+
+
+def _marked_line(comment: str) -> int:
+    return next(n for n, text in enumerate(PROGRAM.read_text().splitlines(), 1) if comment in text)

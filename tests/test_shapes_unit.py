@@ -1,0 +1,54 @@
+"""Reading torch's text for its shape guards (issue 51): pure functions, on
+texts made by torch's own SLoc and format_frame, as produce_guards_verbose
+writes them."""
+from __future__ import annotations
+
+import traceback
+
+from torch._guards import SLoc
+from torch.utils._traceback import format_frame
+
+from dyndbg.dynamo.compiles.recompiles import parse
+from dyndbg.dynamo.guards.tree import installed_at
+from dyndbg.dynamo.shapes import parts
+
+TORCH_FRAME = traceback.FrameSummary("/site-packages/torch/_dynamo/variables/tensor.py", 2606,
+                                     "evaluate_expr")
+RANGE_PROSE = ("user code shown is first use of this value--the guard itself is not due user "
+               "code but due to 0/1 specialization in the framework")
+
+
+def user_sloc(line: int, text: str, framework: object = TORCH_FRAME) -> SLoc:
+    frame = traceback.FrameSummary("/home/me/prog.py", line, "f", line=text)
+    return SLoc(framework, format_frame(frame, line=True))  # type: ignore[arg-type]
+
+
+def test_a_shape_guards_comment_gives_the_user_line_never_torchs_file() -> None:
+    sloc = user_sloc(9, "for i in range(1, y.shape[0]):  # a loop")
+    part = parts.shape_part(f"L['x'].size()[0] != 8  # {sloc}")
+    assert part is not None and part.code == "L['x'].size()[0] != 8"
+    assert part.origin == "prog.py:9" and part.sloc.user is not None
+    assert part.sloc.user.text == "for i in range(1, y.shape[0]):  # a loop"
+    assert installed_at(str(sloc)) == "prog.py:9"
+    # torch's recompile reason for a failing shape guard carries the same comment
+    assert parse(f"0/1: (x.size()[0] // 2) == 3  # {sloc}").where == "prog.py:9"
+
+
+def test_torchs_own_shape_guards_are_said_so() -> None:
+    ranged = parts.shape_part(f"2 <= L['x'].size()[0]  # {user_sloc(5, 'y = x + 1', RANGE_PROSE)}")
+    nowhere = parts.shape_part(f"L['n'] != 0  # {SLoc(TORCH_FRAME, None)}")
+    both = parts.shape_part(f"2 <= L['x'].size()[0] <= 9  # {user_sloc(5, 'y', RANGE_PROSE)} "
+                            f"and {user_sloc(7, 'z')}")
+    for part in (ranged, nowhere, both):
+        assert part is not None and part.origin == "torch", part
+    assert ranged is not None and ranged.note == RANGE_PROSE
+
+
+def test_only_the_shape_guards_lambda_is_read_as_one() -> None:
+    shaped = [f"(L['x'].size()[0] % 2) == 0  # {user_sloc(3, 'if x.shape[0] % 2 == 0:')}",
+              f"2 <= L['x'].size()[0]  # {user_sloc(3, 'x', RANGE_PROSE)}"]
+    assert parts.is_shape_lambda("LAMBDA_GUARD", shaped)
+    # torch 2.13's object aliasing lambda: a Guard's comment, with no framework part
+    aliasing = ["L['a'] is L['b']      # return a if a is b else b  # prog.py:4 in f"]
+    assert not parts.is_shape_lambda("LAMBDA_GUARD", aliasing)
+    assert not parts.is_shape_lambda("EQUALS_MATCH", shaped)
