@@ -1,6 +1,7 @@
 """Why a size is dynamic, specialized or guarded (issue 51): `guards` lists
 each shape guard on its own line with the user line torch recorded for it,
-`why guard N` its user stack. Checked against torch's own account of
+`why guard N` its user stack, `why shapes` each symbol's source, value,
+range and reason and what torch replaced it by. Checked against torch's own account of
 the same program run without dyndbg on whichever torch runs the suite
 (tests/programs/shape_account.py: the ShapeEnv's guards with their SLocs,
 replacements, var_to_range, var_to_sources, the structured trace's user
@@ -73,9 +74,12 @@ def account() -> Account:
     return _account()
 
 
-COMMANDS = ["b marked", "b halves", "c",                           # marked [1/0]
-            "guards", *[f"why guard {n}" for n in NUMBERS], "c",  # halves [2/0]
-            "guards", *[f"why guard {n}" for n in NUMBERS], "c"]
+COMMANDS = ["b grow", "b marked", "b halves", "c",                # grow [0/1]
+            "guards", "why shapes", "why", "c",                   # grow [0/2]
+            "guards", "why shapes", "why", "c",                   # marked [1/0]
+            "guards", "why shapes", *[f"why guard {n}" for n in NUMBERS], "c",   # halves [2/0]
+            "guards", "why shapes", *[f"why guard {n}" for n in NUMBERS], "why shapes now",
+            "why shape", "c"]
 
 
 @pytest.fixture(scope="module")
@@ -172,3 +176,86 @@ def test_why_guard_gives_a_shape_guards_user_stack(run: Run, account: Account) -
 
 def _marked_line(comment: str) -> int:
     return next(n for n, text in enumerate(PROGRAM.read_text().splitlines(), 1) if comment in text)
+
+
+SYMBOL = re.compile(r"^  (?P<symbol>[su]\d+)  (?:(?P<source>\S+) = (?P<value>\S+) at this call "
+                    r"\(compiled for (?P<hint>\S+)\), range (?P<range>\[.*\])|.*range "
+                    r"(?P<urange>\[.*\]))$")
+MADE = re.compile(r"^    (?P<why>.+), made at (?P<place>\S+)  ")
+REPLACED = re.compile(r"^    replaced by (?P<target>\S+) \((?P<reason>\w+)\) at (?P<became_at>\S+)  ")
+MARKING = {"automatic dynamic": "automatic dynamic/PGO", "mark_dynamic": "mark_dynamic",
+           "dynamic=True (assume_static_by_default=False)": "assume_static_by_default = False"}
+
+
+def _symbols(lines: list[str]) -> dict[str, dict]:
+    found: dict[str, dict] = {}
+    current: dict = {}
+    for line in lines:
+        for pattern in (SYMBOL, MADE, REPLACED):
+            match = pattern.match(line)
+            if match:
+                if pattern is SYMBOL:
+                    current = found.setdefault(match["symbol"], {})
+                current.update({k: v for k, v in match.groupdict().items() if v is not None})
+    return found
+
+
+def test_why_shapes_names_each_symbols_source_value_range_and_reason(run: Run,
+                                                                    account: Account) -> None:
+    stops = at_stops(run)
+    for compile_id in ("0/1", "0/2", "1/0", "2/0"):
+        said = stops[compile_id]["why shapes"]
+        symbols = _symbols(said)
+        shapes = account.shapes[compile_id]
+        assert set(symbols) == set(shapes["ranges"]), (said, shapes)
+        for symbol, shown in symbols.items():
+            low, high = shapes["ranges"][symbol]
+            assert shown.get("range", shown.get("urange")) == f"[{low}, {high}]", shown
+            created = account.logged(compile_id, f"create_symbol {symbol} ") or \
+                account.logged(compile_id, f"create_unbacked_symint {symbol} ")
+            assert len(created) == 1 and shown["place"] == logged_place(created[0]), \
+                (shown, created)
+            if symbol.startswith("u"):
+                assert symbol not in shapes["sources"] and "unbacked" in shown["why"], shown
+                continue
+            assert [shown["source"]] == shapes["sources"][symbol], shown
+            assert created[0].startswith(f"create_symbol {symbol} = {shown['hint']} for "
+                                         f"{shown['source']} "), (shown, created)
+            # Torch says it when it decides: automatic dynamic once, when a size changes.
+            base = shown["source"].split(".size()")[0]
+            frame, number = compile_id.split("/")
+            said_before = [what for cid, what in account.log if cid.split("/")[0] == frame
+                           and int(cid.split("/")[1]) <= int(number)]
+            assert f"marking {base} as dynamic (from {MARKING[shown['why']]})" in \
+                said_before, (shown, account.log)
+            replaced = shapes["replacements"].get(symbol)
+            if replaced is None:
+                assert "target" not in shown, shown
+                continue
+            target, sloc = replaced
+            [logged] = account.logged(compile_id, f"set_replacement {symbol} = ")
+            assert logged.startswith(f"set_replacement {symbol} = {shown['target']} "
+                                     f"({shown['reason']})") and target == shown["target"]
+            assert shown["became_at"] == place(sloc.rsplit(" (", 1)[0]), (shown, sloc)
+        # The guards torch added, in its own form, each with the line its log gives.
+        listed = re.findall(r"^    (\S.*?)  (\S+\.py:\d+)  ", "\n".join(said), re.M)
+        added = [(what.split(" [guard added]")[0][5:], logged_place(what))
+                 for what in account.logged(compile_id, "eval ") if "[guard suppressed]" not in what]
+        assert listed == added, (listed, added)
+
+
+def test_a_specialized_dim_is_said_plainly(run: Run) -> None:
+    stops = at_stops(run)
+    loop = _marked_line("a loop bound: specializes dim 0")
+    code = PROGRAM.read_text().splitlines()[loop - 1].split("#")[0].strip()
+    for compile_id, size, entries in (("0/1", "6", 2), ("0/2", "7", 3)):
+        [plain] = [line for line in stops[compile_id]["why shapes"] if " is specialized" in line]
+        assert plain.startswith(f"  dim 0 of L['x'] is specialized to {size} by `{code}` "
+                                f"({PROGRAM.name}:{loop}): each new size compiles again "
+                                f"({entries} cache entries now"), plain
+
+
+def test_why_shapes_bad_input_gets_one_line(run: Run) -> None:
+    stops = at_stops(run)
+    assert stops["2/0"]["why shapes now"] == ["*** usage: why [guard N | shapes]"]
+    assert stops["2/0"]["why shape"] == ["*** usage: why [guard N | shapes]"]

@@ -1,6 +1,6 @@
-"""Reading torch's text for its shape guards (issue 51): pure functions, on
-texts made by torch's own SLoc and format_frame, as produce_guards_verbose
-writes them."""
+"""Reading torch's text for its shape guards, and what `why shapes` says
+from a compile's record (issue 51): pure functions, on texts made by
+torch's own SLoc and format_frame, as produce_guards_verbose writes them."""
 from __future__ import annotations
 
 import traceback
@@ -10,7 +10,9 @@ from torch.utils._traceback import format_frame
 
 from dyndbg.dynamo.compiles.recompiles import parse
 from dyndbg.dynamo.guards.tree import installed_at
-from dyndbg.dynamo.shapes import parts
+from dyndbg.dynamo.shapes import parts, story
+from dyndbg.dynamo.shapes.record import ReplacementFact, ShapeRecord, SymbolFact
+from dyndbg.dynamo.shapes.symbolic import Symbolic
 
 TORCH_FRAME = traceback.FrameSummary("/site-packages/torch/_dynamo/variables/tensor.py", 2606,
                                      "evaluate_expr")
@@ -52,3 +54,37 @@ def test_only_the_shape_guards_lambda_is_read_as_one() -> None:
     aliasing = ["L['a'] is L['b']      # return a if a is b else b  # prog.py:4 in f"]
     assert not parts.is_shape_lambda("LAMBDA_GUARD", aliasing)
     assert not parts.is_shape_lambda("EQUALS_MATCH", shaped)
+
+
+def record(symbolic: Symbolic, target: object = None) -> ShapeRecord:
+    fact = SymbolFact("s77", ("L['x'].size()[0]",), 6, 2, "int_oo", symbolic,
+                      user_sloc(4, "if x.shape[0] == 8:"), None)
+    replaced = () if target is None else (ReplacementFact(
+        "s77", ("L['x'].size()[0]",), target, "range_refined_to_singleton",
+        user_sloc(9, "for i in range(1, y.shape[0]):  # specializes"), None),)
+    return ShapeRecord((fact,), replaced, (), True)
+
+
+def test_a_dynamic_dim_specialized_again_is_said_plainly() -> None:
+    import sympy
+    shown = story.answer("f [0/1]", record(Symbolic.AUTOMATIC, sympy.Integer(6)),
+                         lambda source: (True, 7),
+                         [("0/0", "tensor 'x' size mismatch at index 0. expected 8, actual 6")],
+                         entries=2, limit=8)
+    [symbol] = shown.symbols
+    assert (symbol.value, symbol.compiled_for, symbol.range) == ("7", "6", "[2, int_oo]")
+    assert symbol.seen == ("8 ([0/0])",) and symbol.made.where == "prog.py:4"
+    assert symbol.plain == ("dim 0 of L['x'] is specialized to 6 by "
+                            "`for i in range(1, y.shape[0]):` (prog.py:9): each new size compiles "
+                            "again (2 cache entries now; dynamo stops compiling it at "
+                            "config.recompile_limit, 8)")
+
+
+def test_no_record_and_static_shapes_are_said_in_one_line() -> None:
+    assert story.answer("f [0/0]", None, lambda s: (False, None), []).lines() == [
+        "f [0/0]: its shapes are not known (its compile ran before dyndbg attached); "
+        "`guards` lists its shape guards with their lines"]
+    assert len(story.answer("f [0/0]", ShapeRecord((), (), (), True), lambda s: (False, None),
+                            []).lines()) == 1
+    assert story.code_of("y = x  # a comment with 'quotes'") == "y = x"
+    assert story.code_of("s = '#' + x  # the rest") == "s = '#' + x"

@@ -19,8 +19,12 @@ from __future__ import annotations
 from traceback import StackSummary
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
+from dyndbg.dynamo import versions
 from dyndbg.dynamo.compiles.breaks import BreakReason
 from dyndbg.dynamo.compiles.context import stack_of
+from dyndbg.dynamo.guards.entries import cache_entries
+from dyndbg.dynamo.guards.tree import GuardScope
+from dyndbg.dynamo.shapes import story as shape_story
 from dyndbg.dynamo.names import RESUME_GLOBAL, resume_code
 
 if TYPE_CHECKING:
@@ -118,6 +122,18 @@ def explain(entry: GeneratedCode, frame_globals: dict, registry: Registry,
                      f"{skip.runs}:")
         lines += skip_lines(skip)
     return lines
+
+
+def shapes(entry: GeneratedCode, frame_locals: dict,
+           show: Callable[[object], str] = repr) -> shape_story.ShapesAnswer:
+    """`why shapes` in `entry` (the compile's record, shapes/record.py), each
+    source's value read from `frame_locals` (the call's inputs), the older
+    entries' failing guards that made this compile, and the function's entries
+    toward recompile_limit."""
+    count = len(cache_entries(entry.original)) if entry.original is not None else None
+    return shape_story.answer(entry.label(), entry.shapes, GuardScope(None, frame_locals).value,
+                              [(r.older, r.guard) for r in entry.because], count,
+                              versions.recompile_limit(), show)
 
 
 def skip_lines(skip: FrameSkip) -> list[str]:

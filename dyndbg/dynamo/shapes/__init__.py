@@ -5,5 +5,6 @@ ShapeEnv accounts for it.
   with its SLoc), read back
 - watch: what a ShapeEnv does not keep, noted as dynamo compiles
 - record: a compile's symbols, replacements and guards, read as it ends
+- story: what `why shapes` says of each symbol at a stop
 - symbolic: why a symbol is symbolic, as dyndbg names torch's reasons
 """
