@@ -1,7 +1,8 @@
 """Why a size is dynamic, specialized or guarded (issue 51): `guards` lists
 each shape guard on its own line with the user line torch recorded for it,
 `why guard N` its user stack, `why shapes` each symbol's source, value,
-range and reason and what torch replaced it by. Checked against torch's own account of
+range and reason and what torch replaced it by, `why` at a recompile made by
+a size the line that specialized it. Checked against torch's own account of
 the same program run without dyndbg on whichever torch runs the suite
 (tests/programs/shape_account.py: the ShapeEnv's guards with their SLocs,
 replacements, var_to_range, var_to_sources, the structured trace's user
@@ -244,7 +245,8 @@ def test_why_shapes_names_each_symbols_source_value_range_and_reason(run: Run,
         assert listed == added, (listed, added)
 
 
-def test_a_specialized_dim_is_said_plainly(run: Run) -> None:
+def test_a_specialized_dim_is_said_plainly_and_why_names_the_line_at_the_recompile(
+        run: Run, account: Account) -> None:
     stops = at_stops(run)
     loop = _marked_line("a loop bound: specializes dim 0")
     code = PROGRAM.read_text().splitlines()[loop - 1].split("#")[0].strip()
@@ -253,6 +255,22 @@ def test_a_specialized_dim_is_said_plainly(run: Run) -> None:
         assert plain.startswith(f"  dim 0 of L['x'] is specialized to {size} by `{code}` "
                                 f"({PROGRAM.name}:{loop}): each new size compiles again "
                                 f"({entries} cache entries now"), plain
+    # At [0/2], why names [0/1]'s specialization, torch's reason for it and the
+    # entries toward the limit; [0/0] was static, and this compile made the dim symbolic.
+    said = "\n".join(stops["0/2"]["why"])
+    [reason] = [what.split("(")[1].split(")")[0]
+                for what in account.logged("0/1", "set_replacement s77 = 6 ")]
+    limit = _recompile_limit()
+    assert f"    [0/1] had specialized dim 0 of L['x'] to 6 by `{code}` ({PROGRAM.name}:{loop}, " \
+           f"{reason}): each new size compiles again; grow has 3 cache entries toward " \
+           f"config.recompile_limit ({limit})" in said, said
+    assert "    [0/0] was compiled for a static dim 0 of L['x']; this compile made it symbolic " \
+           "(s77: automatic dynamic)" in said, said
+
+
+def _recompile_limit() -> int:
+    import torch._dynamo
+    return int(torch._dynamo.config.recompile_limit)
 
 
 def test_why_shapes_bad_input_gets_one_line(run: Run) -> None:

@@ -1,5 +1,5 @@
-"""Reading torch's text for its shape guards, and what `why shapes` says
-from a compile's record (issue 51): pure functions, on texts made by
+"""Reading torch's text for its shape guards, and what `why shapes` and `why`
+say from a compile's record (issue 51): pure functions, on texts made by
 torch's own SLoc and format_frame, as produce_guards_verbose writes them."""
 from __future__ import annotations
 
@@ -78,6 +78,27 @@ def test_a_dynamic_dim_specialized_again_is_said_plainly() -> None:
                             "`for i in range(1, y.shape[0]):` (prog.py:9): each new size compiles "
                             "again (2 cache entries now; dynamo stops compiling it at "
                             "config.recompile_limit, 8)")
+    said = story.recompile_lines("0/1", "tensor 'L['x']' size mismatch at index 0. expected 6, "
+                                 "actual 7", "", record(Symbolic.AUTOMATIC, sympy.Integer(6)),
+                                 None, "f", 3, 8)
+    assert said == ["    [0/1] had specialized dim 0 of L['x'] to 6 by "
+                    "`for i in range(1, y.shape[0]):` (prog.py:9, range_refined_to_singleton): "
+                    "each new size compiles again; f has 3 cache entries toward "
+                    "config.recompile_limit (8)"]
+
+
+def test_a_shape_guard_that_fails_at_a_recompile_names_its_line() -> None:
+    pinned = story.recompile_lines("0/1", "(L['x'].size()[0] // 2) == 3", "prog.py:10", None,
+                                   None, "f", 3, 8)
+    other = story.recompile_lines("0/1", "L['x'].size()[0] != 8", "prog.py:5", None, None,
+                                  "f", 3, 8)
+    assert pinned == ["    a shape guard torch added at prog.py:10: it holds for one value "
+                      "only: each new value compiles again; f has 3 cache entries toward "
+                      "config.recompile_limit (8)"]
+    assert other[0].endswith("sizes that fail it compile again; f has 3 cache entries toward "
+                             "config.recompile_limit (8)")
+    assert story.recompile_lines("0/0", "G['scale'] == 1.0", "prog.py:3", None, None, "f", 2,
+                                 8) == []
 
 
 def test_no_record_and_static_shapes_are_said_in_one_line() -> None:

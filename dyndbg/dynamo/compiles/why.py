@@ -109,6 +109,11 @@ def explain(entry: GeneratedCode, frame_globals: dict, registry: Registry,
                              + (f"  ({line})" if line else ""))
                 lines += [f"    {source} is {show(value)}"
                           for source, value in explained.values.get(compile_id, ())]
+                lines += _shape_lines(entry, registry, compile_id, guard, line or "")
+        else:
+            for reason in entry.because:
+                lines += _shape_lines(entry, registry, reason.older, reason.guard,
+                                      "" if reason.where == "torch" else reason.where)
     elif entry.compile_id is not None:
         called = f", called from {entry.called_from}" if entry.called_from else ""
         lines.append(f"{entry.label()} is the first compile of {entry.function}{called}")
@@ -122,6 +127,18 @@ def explain(entry: GeneratedCode, frame_globals: dict, registry: Registry,
                      f"{skip.runs}:")
         lines += skip_lines(skip)
     return lines
+
+
+def _shape_lines(entry: GeneratedCode, registry: Registry, older: str, guard: str,
+                 origin: str) -> list[str]:
+    """Under an older entry's failing guard about a size: the specialization or
+    shape guard that made it fail, and what that costs (shapes/story.py)."""
+    older_entry = next((e for e in registry.entries() if e.original is entry.original
+                        and e.compile_id == older and e.edited is None), None)
+    count = len(cache_entries(entry.original)) if entry.original is not None else None
+    return shape_story.recompile_lines(older, guard, origin,
+                                       older_entry.shapes if older_entry else None, entry.shapes,
+                                       entry.function, count, versions.recompile_limit())
 
 
 def shapes(entry: GeneratedCode, frame_locals: dict,

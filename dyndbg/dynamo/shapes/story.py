@@ -231,3 +231,70 @@ def _symbol_lines(story: SymbolStory) -> list[str]:
         reason = f" ({story.reason})" if story.reason else ""
         lines.append(f"    replaced by {story.became}{reason} at {story.became_at}")
     return lines
+
+
+# -- a recompile whose failing guard was about a size ---------------------------------------
+
+def recompile_lines(older: str, guard: str, origin: str, older_record: ShapeRecord | None,
+                    record: ShapeRecord | None, function: str, entries: int | None,
+                    limit: int | None) -> list[str]:
+    """What `why` adds under an older entry's failing guard (torch's text)
+    when it is about a size: the specialization in that entry that made the
+    failing check (its line and torch's reason), or the shape guard's line;
+    that new values keep compiling; the function's entries toward the limit."""
+    toward = _entries_toward(function, entries, limit)
+    found = _SIZE_MISMATCH.search(guard)
+    source = f"{_as_source(found.group('name'))}.size()[{found.group('dim')}]" if found else \
+        _equals_source(guard)
+    if source is not None:
+        spec = _specialized(older_record, source)
+        if spec is not None:
+            at = place(spec.sloc)
+            reason = f", {spec.reason}" if spec.reason else ""
+            sized = _SIZE_SOURCE.match(source)
+            what = f"dim {sized.group('dim')} of {sized.group('base')}" if sized else source
+            by = f" by `{at.text}` ({at.where}{reason})" if at.where else f"{reason}"
+            return [f"    [{older}] had specialized {what} to {spec.target}{by}: each new "
+                    f"{'size' if sized else 'value'} compiles again; {toward}"]
+        now = _symbol_for(record, source)
+        if now is not None and now.symbolic is Symbolic.AUTOMATIC:
+            sized = _SIZE_SOURCE.match(source)
+            what = f"dim {sized.group('dim')} of {sized.group('base')}" if sized else source
+            return [f"    [{older}] was compiled for a static {what}; this compile made it "
+                    f"symbolic ({now.name}: automatic dynamic)"]
+        return []
+    if origin and _is_shape_code(guard):
+        pinned = re.search(r"== -?\d+\)?$", guard.strip()) is not None
+        again = "it holds for one value only: each new value compiles again" if pinned else \
+            "sizes that fail it compile again"
+        return [f"    a shape guard torch added at {origin}: {again}; {toward}"]
+    return []
+
+
+def _entries_toward(function: str, entries: int | None, limit: int | None) -> str:
+    if entries is None:
+        return "(the cache entries are not known here)"
+    held = f"{function} has {entries} cache entr{'y' if entries == 1 else 'ies'}"
+    return f"{held} toward config.recompile_limit ({limit})" if limit is not None else held
+
+
+def _equals_source(guard: str) -> str | None:
+    equal = _EQUALS.match(guard.strip())
+    return None if equal is None else _as_source(equal.group("name"))
+
+
+
+def _specialized(record: ShapeRecord | None, source: str) -> ReplacementFact | None:
+    if record is None:
+        return None
+    return next((r for r in record.replacements if r.constant and source in r.sources), None)
+
+
+def _symbol_for(record: ShapeRecord | None, source: str) -> SymbolFact | None:
+    if record is None:
+        return None
+    return next((s for s in record.symbols if source in s.sources), None)
+
+
+def _is_shape_code(code: str) -> bool:
+    return ".size()[" in code or ".stride()[" in code
