@@ -75,10 +75,14 @@ def account() -> Account:
     return _account()
 
 
+DIVIDED = next(n for n, text in enumerate(PROGRAM.read_text().splitlines(), 1)
+               if text.endswith("# a divisibility guard"))
 COMMANDS = ["b grow", "b marked", "b halves", "c",                # grow [0/1]
             "guards", "why shapes", "why", "c",                   # grow [0/2]
             "guards", "why shapes", "why", "c",                   # marked [1/0]
-            "guards", "why shapes", *[f"why guard {n}" for n in NUMBERS], "c",   # halves [2/0]
+            "guards", "why shapes", *[f"why guard {n}" for n in NUMBERS],
+            f"b --trace {PROGRAM.name}:{DIVIDED}", "c",          # compiling halves
+            "why shapes", "c",                                    # halves [2/0]
             "guards", "why shapes", *[f"why guard {n}" for n in NUMBERS], "why shapes now",
             "why shape", "c"]
 
@@ -92,11 +96,15 @@ def at_stops(run: Run) -> dict[str, dict[str, list[str]]]:
     """Each command's answer, by the compile id of the stop it was typed at."""
     stops: dict[str, dict[str, list[str]]] = {}
     current = "?"
-    for segment in segments(run.transcript):
+    # the prompt at a stop while dynamo compiles is another: one segment per prompt
+    for segment in segments(run.transcript.replace("(dyndbg compile) ", "(dyndbg) ")):
         stops.setdefault(current, {})[segment.command] = segment.output
         found = stops_in(segment.output)
+        compiling = [line for line in segment.output if line.startswith("[compile ")]
         if found:
             current = re.search(r"\[(\d+/\d+)\]", found[-1]["label"]).group(1)  # type: ignore[union-attr]
+        elif compiling:
+            current = "compiling " + compiling[-1].split()[1].rstrip("]")
     return stops
 
 
@@ -180,7 +188,7 @@ def _marked_line(comment: str) -> int:
 
 
 SYMBOL = re.compile(r"^  (?P<symbol>[su]\d+)  (?:(?P<source>\S+) = (?P<value>\S+) at this call "
-                    r"\(compiled for (?P<hint>\S+)\), range (?P<range>\[.*\])|.*range "
+                    r"\((?:being )?compiled for (?P<hint>\S+)\), range (?P<range>\[.*\])|.*range "
                     r"(?P<urange>\[.*\]))$")
 MADE = re.compile(r"^    (?P<why>.+), made at (?P<place>\S+)  ")
 REPLACED = re.compile(r"^    replaced by (?P<target>\S+) \((?P<reason>\w+)\) at (?P<became_at>\S+)  ")
@@ -273,7 +281,84 @@ def _recompile_limit() -> int:
     return int(torch._dynamo.config.recompile_limit)
 
 
+def test_why_shapes_while_dynamo_compiles_gives_what_is_made_so_far(run: Run,
+                                                                   account: Account) -> None:
+    """At a stop while dynamo compiles halves, past its specializing line: the
+    symbols and guards torch has made so far, as its account has them at the end."""
+    said = at_stops(run)["compiling 2/0"]["why shapes"]
+    assert said[0].startswith("halves [2/0] (compiling): "), said
+    symbols = _symbols(said)
+    shapes = account.shapes["2/0"]
+    assert symbols and set(symbols) <= set(shapes["sources"]), (said, shapes)
+    for symbol, shown in symbols.items():
+        assert [shown["source"]] == shapes["sources"][symbol], shown
+    listed = re.findall(r"^    (\S.*?)  (\S+\.py:\d+)  ", "\n".join(said), re.M)
+    assert listed and [expr for expr, _ in listed] == \
+        [g[0] for g in shapes["guards"]][:len(listed)], (listed, shapes["guards"])
+
+
 def test_why_shapes_bad_input_gets_one_line(run: Run) -> None:
     stops = at_stops(run)
     assert stops["2/0"]["why shapes now"] == ["*** usage: why [guard N | shapes]"]
     assert stops["2/0"]["why shape"] == ["*** usage: why [guard N | shapes]"]
+
+
+def test_the_editor_gets_a_shapes_scope_and_the_same_why_shapes(run: Run) -> None:
+    """Through DAP at grow [0/2]: a Shapes scope with each symbol (its summary
+    and what `why shapes` says of it as children), the shape guards and the
+    specialization said plainly; `dyndbg/why` with `shapes` and the console
+    answer as the prompt does at the same stop."""
+    from dap_session import adapter_session
+    expected = at_stops(run)["0/2"]["why shapes"]
+    with adapter_session() as dap:
+        client = dap.client
+        dap.launch(PROGRAM, stop_on_entry=False, function_breakpoints=[{"name": "grow"}])
+        dap.stopped(reason="function breakpoint")          # grow [0/0]
+        for _ in range(2):                                 # [0/1], then [0/2]
+            mark = client.mark()
+            client.ok("continue", {"threadId": dap.thread})
+            dap.stopped(after=mark, reason="function breakpoint")
+        frame = dap.top()
+        assert "[0/2]" in frame["name"], frame
+        scopes = client.ok("scopes", {"frameId": frame["id"]})["scopes"]
+        [shapes] = [s for s in scopes if s["name"] == "Shapes"]
+        rows = client.ok("variables", {"variablesReference": shapes["variablesReference"]})
+        by_name = {v["name"]: v for v in rows["variables"]}
+        symbol = by_name["s77 L['x'].size()[0]"]
+        assert symbol["value"].startswith("7, range [7, 7], automatic dynamic, replaced by 7")
+        fields = {v["name"]: v["value"] for v in client.ok(
+            "variables", {"variablesReference": symbol["variablesReference"]})["variables"]}
+        said = "\n".join(expected)
+
+        def shown(text: str) -> str:       # a long value is cut, as every variable's
+            return text.split("\u2026")[0]
+        assert f"made at {shown(fields['made_at'])}" in said and fields["seen_before"] in said
+        assert f"replaced by {shown(fields['replaced_by'])}" in said, (fields, said)
+        assert f"  {shown(by_name['specialized s77']['value'])}" in said
+        guards = client.ok("variables", {"variablesReference":
+                                         by_name["shape guards"]["variablesReference"]})
+        assert [f"    {v['value']}" for v in guards["variables"]] == \
+            [line for line in expected if line.startswith("    ") and "  dynamic_shapes.py:" in
+             line and not line.startswith("    automatic") and "replaced by" not in line]
+        assert client.ok("dyndbg/why", {"args": "shapes"})["text"].splitlines() == expected
+        assert dap.repl("why shapes", frame["id"]).splitlines() == expected
+        dap.disconnect()
+
+
+API = """
+import runpy, sys, torch
+import dyndbg.cache as dc
+runpy.run_path(sys.argv[1])
+print(dc.shapes("0/2", torch.ones(7), 2))
+print("without a call:", dc.shapes("1/0").symbols[0].value == "")
+"""
+
+
+def test_the_cache_api_gives_the_same_answer(run: Run) -> None:
+    proc = warm_start.run([sys.executable, "-c", API, str(PROGRAM)], capture_output=True,
+                          text=True, cwd=ROOT, env=child_env(), timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    answer = lines[lines.index(next(line for line in lines if line.startswith("grow [0/2]: "))):]
+    assert answer[:-1] == at_stops(run)["0/2"]["why shapes"], answer
+    assert answer[-1] == "without a call: True"

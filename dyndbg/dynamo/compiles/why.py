@@ -16,6 +16,7 @@ and at graph-break stops (the prompt, the editor's console), computed once.
 """
 from __future__ import annotations
 
+import types
 from traceback import StackSummary
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
@@ -25,6 +26,7 @@ from dyndbg.dynamo.compiles.context import stack_of
 from dyndbg.dynamo.guards.entries import cache_entries
 from dyndbg.dynamo.guards.tree import GuardScope
 from dyndbg.dynamo.shapes import story as shape_story
+from dyndbg.dynamo.shapes.record import ShapeRecord
 from dyndbg.dynamo.names import RESUME_GLOBAL, resume_code
 
 if TYPE_CHECKING:
@@ -33,7 +35,6 @@ if TYPE_CHECKING:
     from dyndbg.dynamo.guards import EntryExplanation
     from dyndbg.dynamo.compiles.registry import GeneratedCode, Registry
     from dyndbg.dynamo.shapes.parts import ShapePart
-    from dyndbg.dynamo.shapes.record import ShapeRecord
 
 
 class Origin(NamedTuple):
@@ -147,10 +148,19 @@ def shapes(entry: GeneratedCode, frame_locals: dict,
     source's value read from `frame_locals` (the call's inputs), the older
     entries' failing guards that made this compile, and the function's entries
     toward recompile_limit."""
-    count = len(cache_entries(entry.original)) if entry.original is not None else None
-    return shape_story.answer(entry.label(), entry.shapes, GuardScope(None, frame_locals).value,
-                              [(r.older, r.guard) for r in entry.because], count,
-                              versions.recompile_limit(), show)
+    return shapes_of(entry.label(), entry.shapes, frame_locals,
+                     [(r.older, r.guard) for r in entry.because], entry.original, show)
+
+
+def shapes_of(label: str, record: ShapeRecord | None, frame_locals: dict,
+              because: list[tuple[str, str]], original: types.CodeType | None,
+              show: Callable[[object], str] = repr) -> shape_story.ShapesAnswer:
+    """`why shapes` for a record (a finished compile's, or one read live while
+    dynamo compiles): the sources read from `frame_locals`; `original`, the
+    user's code, to count its cache entries."""
+    count = len(cache_entries(original)) if original is not None else None
+    return shape_story.answer(label, record, GuardScope(None, frame_locals).value, because,
+                              count, versions.recompile_limit(), show)
 
 
 def skip_lines(skip: FrameSkip) -> list[str]:

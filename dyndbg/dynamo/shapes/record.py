@@ -103,7 +103,7 @@ def _read(env: Any, live: bool) -> ShapeRecord:
     notes = watch.notes_of(env)
     made = notes.made if notes is not None else {}
     if not (env.var_to_sources or env.replacements or env.guards or made):
-        return EMPTY
+        return EMPTY._replace(live=live)
     contexts = {fake.source.name: fake.symbolic_context
                 for fake in env.tracked_fakes or () if fake.symbolic_context is not None}
     dynamic = _assume_static_by_default() is False

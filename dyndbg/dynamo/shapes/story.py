@@ -47,7 +47,7 @@ class SymbolStory(NamedTuple):
     symbol: str                  # "s77", "u0"
     source: str                  # "L['x'].size()[0]"; "" for an unbacked symbol
     also: tuple[str, ...]        # its other sources (sizes torch found equal: duck sizing)
-    value: str                   # at this call
+    value: str                   # at this call ("" where not known: no call, an unbacked one)
     compiled_for: str            # the value torch compiled for ("" unbacked)
     range: str                   # torch's var_to_range, "[2, int_oo]"
     symbolic: Symbolic
@@ -74,6 +74,9 @@ class ShapesAnswer(NamedTuple):
 
     def lines(self) -> list[str]:
         return answer_lines(self)
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
 
 
 def place(sloc: object) -> Place:
@@ -118,11 +121,10 @@ def _story(fact: SymbolFact, replacement: ReplacementFact | None,
            value_of: Callable[[str], tuple[bool, object]], because: list[tuple[str, str]],
            entries: int | None, limit: int | None, show: Callable[[object], str]) -> SymbolStory:
     source = fact.sources[0] if fact.sources else ""
+    now = ""
     if source:
         got, value = value_of(source)
-        now = show(value) if got else "not evaluable at this stop"
-    else:
-        now = "not an input: its value is computed in the graph"
+        now = show(value) if got else ""
     made = place(fact.made_at)
     became = reason = plain = ""
     became_at = None
@@ -200,27 +202,33 @@ def answer_lines(shown: ShapesAnswer) -> list[str]:
                 "attached); `guards` lists its shape guards with their lines"]
     when = "so far in this compile" if shown.live else "when its compile ended"
     if not shown.symbols and not shown.guards:
+        if shown.live:
+            return [f"{shown.label}: no symbolic shapes so far in this compile"]
         return [f"{shown.label}: no symbolic shapes: every size was static ({when}); "
                 "`guards` lists the sizes each tensor is checked for"]
     count = len(shown.symbols)
     lines = [f"{shown.label}: {count} symbol{'s' if count != 1 else ''}, as torch's ShapeEnv "
              f"held them {when}:"]
     for story in shown.symbols:
-        lines += _symbol_lines(story)
+        lines += _symbol_lines(story, shown.live)
     if shown.guards:
-        lines.append(f"  shape guards torch added ({len(shown.guards)}; `guards` checks them "
-                     "at this call):")
+        lines.append(f"  shape guards torch added so far ({len(shown.guards)}):" if shown.live
+                     else f"  shape guards torch added ({len(shown.guards)}; `guards` checks "
+                     "them at this call):")
         lines += [f"    {guard.expr}  {guard.at}" for guard in shown.guards]
     lines += [f"  {story.plain}" for story in shown.symbols if story.plain]
     return lines
 
 
-def _symbol_lines(story: SymbolStory) -> list[str]:
+def _symbol_lines(story: SymbolStory, live: bool) -> list[str]:
     if story.source:
-        head = f"  {story.symbol}  {story.source} = {story.value} at this call (compiled for " \
-               f"{story.compiled_for}), range {story.range}"
+        now = f" = {story.value} at this call" if story.value else ""
+        head = f"  {story.symbol}  {story.source}{now} " \
+               f"({'being compiled' if live else 'compiled'} for {story.compiled_for}), " \
+               f"range {story.range}"
     else:
-        head = f"  {story.symbol}  {story.value}, range {story.range}"
+        head = f"  {story.symbol}  not an input: its value is computed in the graph, " \
+               f"range {story.range}"
     lines = [head]
     if story.also:
         lines.append(f"    also {', '.join(story.also)} (torch found them equal: one symbol)")

@@ -18,6 +18,7 @@ from dyndbg.ui.text.values import cut, summarize
 
 if TYPE_CHECKING:
     from dyndbg.dynamo.guards import GuardLine
+    from dyndbg.dynamo.shapes.story import ShapesAnswer
     from dyndbg.dynamo.compiles import GeneratedCode
 
 
@@ -253,12 +254,15 @@ class DynamoCommands:
             host.write(line)
 
     def _why_shapes(self) -> None:
+        for line in self.shapes_answer().lines():
+            self.host.write(line)
+
+    def shapes_answer(self) -> ShapesAnswer:
+        """`why shapes` in the selected frame (the prompt's, the editor's Shapes scope)."""
         entry = self._selected_entry()
         compiled = self.host.engine.entry_for(self._entry_code(entry)) or entry
-        shown = why.shapes(compiled, self._entry_locals_of(self.host.frame),
-                           show=lambda value: cut(summarize(value), 60))
-        for line in shown.lines():
-            self.host.write(line)
+        return why.shapes(compiled, self._entry_locals_of(self.host.frame),
+                          show=lambda value: cut(summarize(value), 60))
 
     def do_cache(self, arg: str) -> None:
         """cache [FUNC]
