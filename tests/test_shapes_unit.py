@@ -11,8 +11,7 @@ from torch.utils._traceback import format_frame
 from dyndbg.dynamo.compiles.recompiles import parse
 from dyndbg.dynamo.guards.tree import installed_at
 from dyndbg.dynamo.shapes import parts, story
-from dyndbg.dynamo.shapes.record import ReplacementFact, ShapeRecord, SymbolFact
-from dyndbg.dynamo.shapes.symbolic import Symbolic
+from dyndbg.dynamo.shapes.record import ReplacementFact, ShapeRecord, SymbolFact, Symbolic
 
 TORCH_FRAME = traceback.FrameSummary("/site-packages/torch/_dynamo/variables/tensor.py", 2606,
                                      "evaluate_expr")

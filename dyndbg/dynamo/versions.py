@@ -79,8 +79,6 @@ import sys
 import types
 from typing import Callable, TypeVar
 
-from dyndbg.dynamo.shapes.symbolic import Symbolic
-
 T = TypeVar("T")
 
 _HINT = re.compile(r"\s*\(HINT: (.*)\)\s*$", re.S)
@@ -135,12 +133,13 @@ def relation_names() -> dict[str, object]:
     return {"check_no_aliasing": check_no_aliasing}
 
 
-def why_dim_is_symbolic(dynamism: object, constraint: object) -> Symbolic:
+def why_dim_is_symbolic(dynamism: object, constraint: object) -> str:
     """Why a tensor's dim (a size or a stride) is symbolic, from what dynamo's
     `_automatic_dynamic` (variables/builder.py) recorded for it in the
     tensor's symbolic context: its DimDynamic and its constraint. It logs the
     same decision as `marking L['x'] as dynamic (from mark_dynamic)`, `(from
     automatic dynamic/PGO)` or `(from assume_static_by_default = False)`.
+    The answer names a member of shapes/record.py's Symbolic:
 
     - mark_dynamic: a RelaxedUnspecConstraint, or with a range a
       StrictMinMaxConstraint, either with `warn_only=False`;
@@ -155,18 +154,18 @@ def why_dim_is_symbolic(dynamism: object, constraint: object) -> Symbolic:
     warn_only = getattr(constraint, "warn_only", None)
     dim = getattr(dynamism, "name", "")
     if dim == "UNBACKED":
-        return Symbolic.MARKED_UNBACKED
+        return "MARKED_UNBACKED"
     if kind in ("RelaxedUnspecConstraint", "StrictMinMaxConstraint") and warn_only is False:
-        return Symbolic.MARKED
+        return "MARKED"
     if kind == "RelaxedUnspecConstraint" and warn_only is True:
-        return Symbolic.AUTOMATIC
+        return "AUTOMATIC"
     if kind == "StrictMinMaxConstraint" and warn_only is True:
-        return Symbolic.MAYBE_MARKED
+        return "MAYBE_MARKED"
     if constraint is None and dim == "DUCK":
-        return Symbolic.DYNAMIC
+        return "DYNAMIC"
     if constraint is None and dim == "DYNAMIC":
-        return Symbolic.MAYBE_MARKED
-    return Symbolic.UNKNOWN
+        return "MAYBE_MARKED"
+    return "UNKNOWN"
 
 
 def recompile_limit() -> int | None:

@@ -21,11 +21,23 @@ asked (shapes/story.py), never here.
 """
 from __future__ import annotations
 
+import enum
 import traceback
 from typing import Any, NamedTuple
 
 from dyndbg.dynamo.shapes import watch
-from dyndbg.dynamo.shapes.symbolic import Symbolic
+
+
+class Symbolic(enum.Enum):
+    """Why a symbol is symbolic: torch's decision, read from what it recorded."""
+
+    AUTOMATIC = "automatic dynamic"        # a size seen to change (torch's automatic_dynamic_shapes)
+    MARKED = "mark_dynamic"                 # torch._dynamo.mark_dynamic on the tensor
+    MAYBE_MARKED = "maybe_mark_dynamic"     # torch._dynamo.maybe_mark_dynamic
+    DYNAMIC = "dynamic=True"                # assume_static_by_default False (torch.compile(dynamic=True))
+    MARKED_UNBACKED = "mark_unbacked"       # torch._dynamo.decorators.mark_unbacked
+    UNBACKED = "unbacked"                   # a value computed in the graph (.item(), nonzero())
+    UNKNOWN = "symbolic"                    # torch recorded nothing dyndbg reads as a reason
 
 
 class SymbolFact(NamedTuple):
@@ -169,10 +181,12 @@ def _symbolic(sources: Any, contexts: dict, dynamic: bool) -> Symbolic:
         return Symbolic.UNKNOWN
     from dyndbg.dynamo import versions
     if prop == "SIZE":
-        return versions.why_dim_is_symbolic(context.dynamic_sizes[index],
-                                            context.constraint_sizes[index])
-    return versions.why_dim_is_symbolic(context.dynamic_strides[index],
-                                        context.constraint_strides[index])
+        why = versions.why_dim_is_symbolic(context.dynamic_sizes[index],
+                                           context.constraint_sizes[index])
+    else:
+        why = versions.why_dim_is_symbolic(context.dynamic_strides[index],
+                                           context.constraint_strides[index])
+    return Symbolic[why]
 
 
 def _automatic_dynamic_shapes() -> bool:

@@ -19,8 +19,7 @@ import tokenize
 from typing import Callable, NamedTuple
 
 from dyndbg.dynamo.shapes.parts import UserFrame, user_frame
-from dyndbg.dynamo.shapes.record import ReplacementFact, ShapeRecord, SymbolFact
-from dyndbg.dynamo.shapes.symbolic import Symbolic
+from dyndbg.dynamo.shapes.record import ReplacementFact, ShapeRecord, SymbolFact, Symbolic
 
 # Torch's words for a failing tensor check (guards.cpp), and an int's EQUALS_MATCH
 # as its recompile reasons write it (L['x'] written `x`).
