@@ -112,9 +112,9 @@ def explain(entry: GeneratedCode, frame_globals: dict, registry: Registry,
                           for source, value in explained.values.get(compile_id, ())]
                 lines += _shape_lines(entry, registry, compile_id, guard, line or "")
         else:
-            for reason in entry.because:
-                lines += _shape_lines(entry, registry, reason.older, reason.guard,
-                                      "" if reason.where == "torch" else reason.where)
+            for failed in entry.because:
+                lines += _shape_lines(entry, registry, failed.older, failed.guard,
+                                      "" if failed.where == "torch" else failed.where)
     elif entry.compile_id is not None:
         called = f", called from {entry.called_from}" if entry.called_from else ""
         lines.append(f"{entry.label()} is the first compile of {entry.function}{called}")

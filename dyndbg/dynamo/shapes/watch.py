@@ -85,11 +85,15 @@ def install() -> bool:
         if getattr(original, _ORIGINAL, None) is None:
             setattr(cls, name, _wrapper(name, original, hidden))
     _installed.append(True)
-    _unwrap.append(lambda: [setattr(cls, name, original) for name, original in originals.items()])
+
+    def unwrap() -> None:
+        for name, original in originals.items():
+            setattr(cls, name, original)
+    _unwrap.append(unwrap)
     return True
 
 
-_unwrap: list[Callable[[], object]] = []
+_unwrap: list[Callable[[], None]] = []
 
 
 def _wrapper(name: str, original: Callable[..., Any],
