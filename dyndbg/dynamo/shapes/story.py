@@ -266,8 +266,9 @@ def recompile_lines(older: str, guard: str, origin: str, older_record: ShapeReco
         now = _symbol_for(record, source)
         if now is not None and now.symbolic is Symbolic.AUTOMATIC:
             sized = _SIZE_SOURCE.match(source)
-            what = f"dim {sized.group('dim')} of {sized.group('base')}" if sized else source
-            return [f"    [{older}] was compiled for a static {what}; this compile made it "
+            what = f"a static dim {sized.group('dim')} of {sized.group('base')}" if sized \
+                else f"{source} as a constant"
+            return [f"    [{older}] was compiled for {what}; this compile made it "
                     f"symbolic ({now.name}: automatic dynamic)"]
         return []
     if origin and _is_shape_code(guard):
