@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import enum
 import traceback
+import weakref
 from typing import Any, NamedTuple
 
 from dyndbg.dynamo.shapes import watch
@@ -101,14 +102,26 @@ def _text(sloc: object) -> str:
 
 def read(output: object, live: bool = False) -> ShapeRecord | None:
     """The shape facts of the compile whose OutputGraph is `output`; None
-    where it has no ShapeEnv dyndbg can read."""
+    where it has no ShapeEnv dyndbg can read. At a compile's end both the
+    engine's log and dyndbg.cache's read it: the second gets the first's."""
+    if not live and _last and _last[0]() is output:
+        return _last[1]
     env = getattr(output, "shape_env", None)
     if env is None:
         return None
     try:
-        return _read(env, live)
+        found = _read(env, live)
     except Exception:  # noqa: BLE001 - another torch: nothing known, never a failed compile
         return None
+    if not live:
+        try:
+            _last[:] = [weakref.ref(output), found]
+        except TypeError:           # an OutputGraph with no weak references: read again
+            _last.clear()
+    return found
+
+
+_last: list = []      # [a weak reference to the last OutputGraph read, its record]
 
 
 def _read(env: Any, live: bool) -> ShapeRecord:
