@@ -40,9 +40,10 @@ from dyndbg.dynamo import versions
 from dyndbg.dynamo.guards import call_state
 from dyndbg.dynamo.backends import backend_name
 from dyndbg.dynamo.versions import torch_version
+from dyndbg.dynamo.guards.outcomes import (Outcome, check_verbose, failing_shape_guards,
+                                          root_of)
 from dyndbg.dynamo.guards.tree import (GuardLine, GuardScope, Judge, TreeBuilder, code_only,
-                                      frame_origin, managers, walk)
-from dyndbg.dynamo.shapes.parts import is_shape_lambda, shape_part
+                                      managers, walk)
 
 
 def _unavailable(what: str) -> str:
@@ -125,7 +126,7 @@ def cache_entries(original_code: types.CodeType) -> list[EntryInfo]:
 def _entry_info(entry: object) -> EntryInfo:
     code = entry.code  # type: ignore[attr-defined]  # torch's CacheEntry
     names = _global_names(code)
-    root = _root(entry)
+    root = root_of(entry)
     return EntryInfo(
         compile_id=_compile_id(entry),
         code=code,
@@ -157,13 +158,6 @@ def _global_names(code: types.CodeType) -> list[str]:
     return names
 
 
-def _root(entry: object) -> object | None:
-    """The C++ RootGuardManager, if this torch has one."""
-    manager = getattr(entry, "guard_manager", None)
-    root = getattr(manager, "root", manager)
-    return root if hasattr(root, "get_leaf_guards") else None
-
-
 def _count_leaves(root: object) -> int:
     """Leaf guards in the tree; a relational guard (under several managers) counts once."""
     # pybind returns the same Python object for a C++ guard only while one is alive:
@@ -175,55 +169,6 @@ def _count_leaves(root: object) -> int:
 
 
 # -- explaining the choice of entry ------------------------------------------------
-
-class Outcome(NamedTuple):
-    """An entry's guards checked on a call's locals (check_verbose)."""
-
-    passed: bool
-    reason: str          # the first failing guard's code, as torch gives it
-    origin: str = ""     # "file.py:12": the line that installed it, from the failing
-    #                      guard's user stack ("" where torch gives none)
-
-
-def _check_verbose(entry: object, f_locals: dict) -> Outcome | None:
-    """The outcome, using check_verbose, which leaves fail counts alone."""
-    manager = getattr(entry, "guard_manager", None)
-    check = getattr(manager, "check_verbose", None)
-    if check is None:
-        return None
-    result = versions.guard_check(check, f_locals)
-    parts = [code_only(str(p)) for p in getattr(result, "verbose_code_parts", []) or []]
-    stack = getattr(result, "user_stack", None)
-    origin = ""
-    if stack and not bool(result.result):
-        origin = frame_origin(stack[-1].filename, stack[-1].lineno or 0)
-    return Outcome(bool(result.result), "; ".join(parts) or "guards failed", origin)
-
-
-def _failing_shape_guards(entry: object, outcome: Outcome | None,
-                          f_locals: dict) -> Outcome | None:
-    """Where the shape guards' lambda failed (check_verbose gives all its
-    conditions): the conditions that fail on `f_locals`, each evaluated alone,
-    with the line torch recorded for the first; None where that is not it."""
-    root = _root(entry)
-    epilogue = getattr(root, "get_epilogue_lambda_guards", None)
-    if outcome is None or outcome.passed or epilogue is None:
-        return None
-    for leaf in epilogue():
-        parts = [versions.split_hint(str(p))[0] for p in leaf.verbose_code_parts()]
-        if not is_shape_lambda(type(leaf).__name__, parts):
-            continue
-        shapes = [part for part in map(shape_part, parts) if part is not None]
-        if not shapes or any(part.code not in outcome.reason for part in shapes):
-            continue
-        scope = GuardScope(getattr(entry, "guard_manager", None), f_locals)
-        failing = [part for part in shapes if scope.shape_truth(part.code) is False]
-        if failing:
-            origin = failing[0].origin
-            return Outcome(False, "; ".join(part.code for part in failing),
-                           "" if origin == "torch" else origin)
-    return None
-
 
 def _running_entry(entries: list, transformed_code: types.CodeType) -> object | None:
     # Identity, never equality or hashing: generated code objects can be unhashable.
@@ -254,10 +199,10 @@ def _explain(original_code: types.CodeType, transformed_code: types.CodeType,
         cid = _compile_id(entry) or "?"
         try:
             with _in_state_of(call):
-                outcome = _check_verbose(entry, f_locals)
+                outcome = check_verbose(entry, f_locals)
             # A process-wide setting changed since: torch's reason is all there is.
             outcome = _against_call(entry, outcome, call) or outcome
-            outcome = _failing_shape_guards(entry, outcome, f_locals) or outcome
+            outcome = failing_shape_guards(entry, outcome, f_locals) or outcome
         except Exception as error:  # noqa: BLE001
             explanation.rejected.append((cid, f"guards not evaluable: {error}"))
             continue
@@ -301,14 +246,14 @@ def _guard_tree(original_code: types.CodeType, transformed_code: types.CodeType,
     entry = _running_entry(entries, transformed_code)
     if entry is None:
         return "this code is not a cache entry of that function"
-    root = _root(entry)
+    root = root_of(entry)
     if root is None:
         return _unavailable("the guard tree")
     ran = _running_entry(entries, running) if running is not None else None
     call = _call_of(ran, f_locals) if ran is not None else None
     with _in_state_of(call):
         try:
-            outcome = _against_call(entry, _check_verbose(entry, f_locals), call)
+            outcome = _against_call(entry, check_verbose(entry, f_locals), call)
         except Exception:  # noqa: BLE001
             outcome = None
         reason = outcome.reason if outcome and not outcome.passed else None
@@ -348,7 +293,7 @@ class _Call(NamedTuple):
 
 
 def _global_record(entry: object) -> dict | None:
-    root = _root(entry)
+    root = root_of(entry)
     for leaf in root.get_leaf_guards() if root is not None else []:  # type: ignore[attr-defined]  # torch's C++ guard manager
         if type(leaf).__name__ == "GLOBAL_STATE":
             parts = [code_only(str(p)) for p in leaf.verbose_code_parts()]
@@ -383,7 +328,7 @@ def _call_of(ran: object | None, f_locals: dict) -> _Call | None:
 
 def _passes(entry: object, f_locals: dict) -> bool:
     try:
-        outcome = _check_verbose(entry, f_locals)
+        outcome = check_verbose(entry, f_locals)
     except Exception:  # noqa: BLE001
         return False
     return outcome is not None and outcome.passed
