@@ -12,7 +12,7 @@ one, and a constant specialization's whole user stack. It does not keep:
   put it in `var_to_range_sloc`, which a later range refinement overwrites);
 - the user's whole stack when an SLoc was made (an SLoc keeps one frame).
 
-So dyndbg wraps those five ShapeEnv methods (`_get_sloc`, `_set_replacement`,
+So dyndbg wraps these ShapeEnv methods (`_get_sloc`, `_set_replacement`,
 `create_symbol`, `create_unbacked_symint`/`symfloat`/`symbool`; the same on
 torch 2.13-2.15): each wrapper calls torch's own with the same arguments,
 returns what it returns, and then notes what it saw, catching everything.
@@ -21,7 +21,10 @@ An SLoc's framework part is the first frame outside torch's files
 added to that set, so a wrapper's frame is skipped as torch's own are, and
 every SLoc, guard text and log line stays what it is without dyndbg. The
 notes are kept by ShapeEnv, weakly: they die with it, and each compile's
-are read as it ends (shapes/record.py).
+are read as it ends (shapes/record.py). The wrappers are put in once a
+process (hooks.watch_compiles, by the engine or dyndbg.cache) and stay, as
+the graph copies do: a detached dyndbg leaves them noting, at a cost only
+while dynamo compiles (a dictionary entry and torch's user stack an SLoc).
 """
 from __future__ import annotations
 
