@@ -268,17 +268,12 @@ def test_a_specialized_dim_is_said_plainly_and_why_names_the_line_at_the_recompi
     said = "\n".join(stops["0/2"]["why"])
     [reason] = [what.split("(")[1].split(")")[0]
                 for what in account.logged("0/1", "set_replacement s77 = 6 ")]
-    limit = _recompile_limit()
+    limit = account.shapes["0/2"]["recompile_limit"]
     assert f"    [0/1] had specialized dim 0 of L['x'] to 6 by `{code}` ({PROGRAM.name}:{loop}, " \
            f"{reason}): each new size compiles again; grow has 3 cache entries toward " \
            f"config.recompile_limit ({limit})" in said, said
     assert "    [0/0] was compiled for a static dim 0 of L['x']; this compile made it symbolic " \
            "(s77: automatic dynamic)" in said, said
-
-
-def _recompile_limit() -> int:
-    import torch._dynamo
-    return int(torch._dynamo.config.recompile_limit)
 
 
 def test_why_shapes_while_dynamo_compiles_gives_what_is_made_so_far(run: Run,

@@ -43,6 +43,7 @@ def hook(code, new_code):  # type: ignore[no-untyped-def]
     env = frame.f_locals["output"].shape_env
     print("SHAPES " + json.dumps({
         "compile": _compile_id(), "function": code.co_name,
+        "recompile_limit": torch._dynamo.config.recompile_limit,
         "guards": [[str(g.expr), str(g.sloc), g.sloc.maybe_user_loc] for g in env.guards],
         "replacements": {str(k): [str(v), str(env.replacements_slocs.get(k))]
                          for k, v in env.replacements.items()},
