@@ -80,7 +80,8 @@ DIVIDED = next(n for n, text in enumerate(PROGRAM.read_text().splitlines(), 1)
 COMMANDS = ["b grow", "b marked", "b halves", "c",                # grow [0/1]
             "guards", "why shapes", "why", "c",                   # grow [0/2]
             "guards", "why shapes", "why", "c",                   # marked [1/0]
-            "guards", "why shapes", *[f"why guard {n}" for n in NUMBERS],
+            "guards", "why shapes", *[f"why guard {n}" for n in NUMBERS], "c",  # marked [1/1]
+            "guards all", "why",
             f"b --trace {PROGRAM.name}:{DIVIDED}", "c",          # compiling halves
             "why shapes", "c",                                    # halves [2/0]
             "guards", "why shapes", *[f"why guard {n}" for n in NUMBERS], "why shapes now",
@@ -290,6 +291,26 @@ def test_why_shapes_while_dynamo_compiles_gives_what_is_made_so_far(run: Run,
     listed = re.findall(r"^    (\S.*?)  (\S+\.py:\d+)  ", "\n".join(said), re.M)
     assert listed and [expr for expr, _ in listed] == \
         [g[0] for g in shapes["guards"]][:len(listed)], (listed, shapes["guards"])
+
+
+def test_a_failing_shape_guard_is_named_with_its_line(run: Run, account: Account) -> None:
+    """marked [1/1]: size 7 failed [1/0]'s shape guard. `guards all` marks that
+    condition FAIL with the value this call gave it, under the lambda; `why`
+    names it with the line torch recorded for it, as torch's ShapeEnv has it."""
+    stops = at_stops(run)
+    listing = stops["1/1"]["guards all"]
+    older = listing[listing.index("guards of [1/0], against this call's inputs:"):]
+    [failed] = [line for line in shape_lines(older) if line["mark"] == "FAIL"]
+    [(expr, sloc, user)] = [g for g in account.shapes["1/0"]["guards"]]
+    assert failed["origin"] == place(user), (failed, user)
+    after = older[older.index(next(line for line in older if line.startswith(
+        f"  FAIL {failed['number']:>3}"))) + 1]
+    assert after.strip() == "^ L['x'].size()[0] is 7", after
+    said = stops["1/1"]["why"]
+    assert f"  [1/0] guard failed: {failed['code']}  ({place(user)})" in said, said
+    assert f"    a shape guard torch added at {place(user)}: sizes that fail it compile again; " \
+           f"marked has 2 cache entries toward config.recompile_limit " \
+           f"({account.shapes['1/1']['recompile_limit']})" in said, said
 
 
 def test_why_shapes_bad_input_gets_one_line(run: Run) -> None:

@@ -1,7 +1,8 @@
 """Dynamic shapes of each kind (issue 51), for `guards`, `why shapes` and
 `why` at a recompile made by a size: automatic dynamic (grow called with 8,
 then 6 and 7) then specialized again by a loop bound; mark_dynamic with a
-shape guard made in a function the compiled one inlines; an unbacked symbol
+shape guard made in a function the compiled one inlines, which size 7 then
+fails (a recompile made by a shape guard); an unbacked symbol
 from .item(); dynamic=True with a divisibility guard; a size used as a Python
 int. The comments name what each line makes."""
 import torch
@@ -40,7 +41,8 @@ def halves(x, scale):
 
 for size in (8, 6, 7):
     print("grow", size, grow(torch.ones(size), 2).sum().item())
-x = torch.ones(6)
-torch._dynamo.mark_dynamic(x, 0)
-print("marked", marked(x, torch.tensor([3])).item())
+for size in (6, 7):                                    # 7 fails the shape guard: a recompile
+    x = torch.ones(size)
+    torch._dynamo.mark_dynamic(x, 0)
+    print("marked", size, marked(x, torch.tensor([3])).item())
 print("halves", halves(torch.ones(4, 3), 3).tolist())

@@ -31,7 +31,6 @@ differs after the fact (post mortem, `up`): see guards/call_state.py.
 from __future__ import annotations
 
 import contextlib
-import re
 import types
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
@@ -43,7 +42,7 @@ from dyndbg.dynamo.versions import torch_version
 from dyndbg.dynamo.guards.outcomes import (Outcome, check_verbose, failing_shape_guards,
                                           root_of)
 from dyndbg.dynamo.guards.tree import (GuardLine, GuardScope, Judge, TreeBuilder, code_only,
-                                      managers, walk)
+                                      managers, source_values, walk)
 
 
 def _unavailable(what: str) -> str:
@@ -76,24 +75,6 @@ class EntryExplanation:
     # compile id -> "file.py:12", the line that installed the failing guard (its
     # user stack, as check_verbose gives it), where torch gives one
     origins: dict[str, str] = field(default_factory=dict)
-
-
-# A guard source in torch's guard code: `L['x']`, `G['Config'].flag`, `G['T']['k']`,
-# `L['x'].size()[0]` (a shape guard's).
-_SOURCE = re.compile(r"\b[LG]\[[^\]]+\](?:\.(?:size|stride|storage_offset)\(\)|\.\w+|"
-                     r"\[[^\]]+\])*")
-
-
-def source_values(guard_manager: object, f_locals: dict, code: str) -> list[tuple[str, object]]:
-    """(source, value) for each source `code` reads, evaluated as the guards
-    read it on `f_locals`; a source that does not evaluate is left out."""
-    scope = GuardScope(guard_manager, f_locals)
-    out = []
-    for source in dict.fromkeys(_SOURCE.findall(code)):
-        got, value = scope.value(source)
-        if got:
-            out.append((source, value))
-    return out
 
 
 # -- cache entries ---------------------------------------------------------------

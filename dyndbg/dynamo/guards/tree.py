@@ -199,6 +199,28 @@ class GuardScope:
         return self._cache[source]
 
 
+# A guard source in torch's guard code: `L['x']`, `G['Config'].flag`, `G['T']['k']`,
+# `L['x'].size()[0]` (a shape guard's).
+_SOURCE = re.compile(r"\b[LG]\[[^\]]+\](?:\.(?:size|stride|storage_offset)\(\)|\.\w+|"
+                     r"\[[^\]]+\])*")
+
+
+def source_values(guard_manager: object, f_locals: dict, code: str) -> list[tuple[str, object]]:
+    """(source, value) for each source `code` reads, evaluated as the guards
+    read it on `f_locals`; a source that does not evaluate is left out."""
+    return values_in(GuardScope(guard_manager, f_locals), code)
+
+
+def values_in(scope: GuardScope, code: str) -> list[tuple[str, object]]:
+    """(source, value) for each source `code` reads that evaluates in `scope`."""
+    out = []
+    for source in dict.fromkeys(_SOURCE.findall(code)):
+        got, value = scope.value(source)
+        if got:
+            out.append((source, value))
+    return out
+
+
 def guard_lines(guard_manager: object) -> list[GuardLine]:
     """The numbered lines of a guard tree as `guards` lists them, not evaluated."""
     builder = TreeBuilder(GuardScope(guard_manager, {}), None)
@@ -308,17 +330,27 @@ class TreeBuilder:
                            f"condition{'s' if len(parts) != 1 else ''}, checked as one",
                            whole, depth, source=source, guard=leaf, group=True,
                            code=" and ".join(part.code for part in shapes if part))
-        if self.reason is not None and not self.reason_placed and whole is not True and \
-                any(part is not None and part.code in self.reason for part in shapes):
-            header.passed, header.reason, self.reason_placed = False, self.reason, True
+        reported = self.reason is not None and not self.reason_placed and \
+            whole is not True and any(part is not None and part.code in self.reason
+                                      for part in shapes)
         self._add(header)
         for part in shapes:
             assert part is not None       # is_shape_lambda read each
             passed = self.scope.shape_truth(part.code)
             if passed is None and whole is True:
                 passed = True             # the whole lambda passed, so each condition did
-            self._add(GuardLine(part.code, passed, depth + 1, part.comment, source=source,
-                                guard=leaf, code=part.code, shape=part))
+            line = GuardLine(part.code, passed, depth + 1, part.comment, source=source,
+                             guard=leaf, code=part.code, shape=part)
+            if passed is False:
+                # torch's reason names every condition: each failing one says what
+                # this call gave the sources it reads
+                line.reason = "; ".join(f"{name} is {value!r}" for name, value
+                                        in values_in(self.scope, part.code)) or "failed"
+            self._add(line)
+        if reported:
+            header.passed, self.reason_placed = False, True
+            if not any(line.passed is False for line in self.lines if line.guard is leaf):
+                header.reason = self.reason
         return header.passed
 
     def _add(self, line: GuardLine) -> None:

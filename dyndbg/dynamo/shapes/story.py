@@ -270,13 +270,17 @@ def recompile_lines(older: str, guard: str, origin: str, older_record: ShapeReco
                 else f"{source} as a constant"
             return [f"    [{older}] was compiled for {what}; this compile made it "
                     f"symbolic ({now.name}: automatic dynamic)"]
-        return []
     if origin and _is_shape_code(guard):
-        pinned = re.search(r"== -?\d+\)?$", guard.strip()) is not None
+        # a size equal to a number holds for that size alone; any other condition
+        # (`(x % 2) == 0`, `(x // 2) == 3`) for more than one
+        pinned = _PINNED.match(guard.strip()) is not None
         again = "it holds for one value only: each new value compiles again" if pinned else \
             "sizes that fail it compile again"
         return [f"    a shape guard torch added at {origin}: {again}; {toward}"]
     return []
+
+
+_PINNED = re.compile(r"^[LG]\[[^\]]+\](?:\[[^\]]+\]|\.\w+)*\.(?:size|stride)\(\)\[\d+\] == -?\d+$")
 
 
 def _entries_toward(function: str, entries: int | None, limit: int | None) -> str:
