@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Callable, NamedTuple
 from dyndbg.dynamo import versions
 from dyndbg.dynamo.compiles.breaks import BreakReason
 from dyndbg.dynamo.compiles.context import stack_of
-from dyndbg.dynamo.guards.entries import cache_entries
+from dyndbg.dynamo.guards.entries import entry_count
 from dyndbg.dynamo.guards.tree import GuardScope
 from dyndbg.dynamo.shapes import story as shape_story
 from dyndbg.dynamo.shapes.record import ShapeRecord
@@ -136,7 +136,7 @@ def _shape_lines(entry: GeneratedCode, registry: Registry, older: str, guard: st
     shape guard that made it fail, and what that costs (shapes/story.py)."""
     older_entry = next((e for e in registry.entries() if e.original is entry.original
                         and e.compile_id == older and e.edited is None), None)
-    count = len(cache_entries(entry.original)) if entry.original is not None else None
+    count = entry_count(entry.original) if entry.original is not None else None
     return shape_story.recompile_lines(older, guard, origin,
                                        older_entry.shapes if older_entry else None, entry.shapes,
                                        entry.function, count, versions.recompile_limit())
@@ -158,7 +158,8 @@ def shapes_of(label: str, record: ShapeRecord | None, frame_locals: dict,
     """`why shapes` for a record (a finished compile's, or one read live while
     dynamo compiles): the sources read from `frame_locals`; `original`, the
     user's code, to count its cache entries."""
-    count = len(cache_entries(original)) if original is not None else None
+    count = entry_count(original) if original is not None and record is not None \
+        and not record.empty else None
     return shape_story.answer(label, record, GuardScope(None, frame_locals).value, because,
                               count, versions.recompile_limit(), show)
 

@@ -104,6 +104,13 @@ def cache_entries(original_code: types.CodeType) -> list[EntryInfo]:
     return out
 
 
+def entry_count(original_code: types.CodeType) -> int | None:
+    """How many cache entries the user code has (None where torch cannot say),
+    without reading their guards."""
+    entries = _raw_entries(original_code)
+    return None if isinstance(entries, str) else len(entries)
+
+
 def _entry_info(entry: object) -> EntryInfo:
     code = entry.code  # type: ignore[attr-defined]  # torch's CacheEntry
     names = _global_names(code)
