@@ -4,8 +4,10 @@ In one process, compiles alternate with dyndbg attached (its hooks reading
 torch's graph-break reasons and recompile reasons as each compile ends,
 `continue` at the first stop) and without it: each round resets dynamo, then
 compiles tests/programs/five_breaks.py's function (five graph breaks, six
-compiles) and tests/programs/recompiles.py's (three compiles, two of them
-recompiles). The ratio is the median of the per-round ratios, so the
+compiles), tests/programs/recompiles.py's (three compiles, two of them
+recompiles) and tests/programs/dynamic_shapes.py's (five compiles with
+symbolic shapes: dyndbg reads each one's ShapeEnv as it ends, and notes what
+it does not keep as it runs). The ratio is the median of the per-round ratios, so the
 machine's drift cancels. Prints; checks nothing.
 
     python bench/compile_time.py [--rounds R]
@@ -34,12 +36,15 @@ def compile_all() -> float:
     step = runpy.run_path(str(PROGRAMS / "recompiles.py"))["step"]
     torch._dynamo.reset()
     start = time.perf_counter()
-    with contextlib.redirect_stdout(io.StringIO()):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         torch.compile(breaks["f"], backend="eager")(*breaks["inputs"]())
         compiled = torch.compile(step, backend="eager")
         for i in range(3):
             step.__globals__["calls"] = i
             compiled(torch.ones(2))
+        # dynamic shapes: automatic dynamic, specializations, mark_dynamic, an
+        # unbacked .item(), dynamic=True (five compiles, with symbols and shape guards)
+        runpy.run_path(str(PROGRAMS / "dynamic_shapes.py"))
     return time.perf_counter() - start
 
 
@@ -49,22 +54,28 @@ def timed_reading() -> list[float]:
     engine's hooks and by dyndbg.cache's, which the debugger imports and
     which stays installed for the plain rounds too), and copying each graph
     before its backend sees it (what `graph run` and `graph bisect` compare
-    with), summed into the returned list's one element."""
+    with), summed into the returned list's first element; the shapes' part
+    (the ShapeEnv read as each compile ends, and what shapes/watch.py notes
+    as it runs) in its second."""
     from dyndbg.dynamo.compiles import breaks as break_reasons, context as compile_context, recompiles as recompile_reasons
     from dyndbg.dynamo.graphs import copies as graph_copies
-    spent = [0.0]
-    for module in (break_reasons, recompile_reasons, compile_context, graph_copies):
-        for name in ("since", "mark", "count", "guard_stacks", "called_from", "_copy_or_none"):
+    from dyndbg.dynamo.shapes import record as shape_record, watch as shape_watch
+    spent = [0.0, 0.0]
+    for module in (break_reasons, recompile_reasons, compile_context, graph_copies,
+                   shape_record, shape_watch):
+        slot = 1 if module in (shape_record, shape_watch) else 0
+        for name in ("since", "mark", "count", "guard_stacks", "called_from", "_copy_or_none",
+                     "compiler_output", "read", "_before", "_noted"):
             function = getattr(module, name, None)
             if function is None:
                 continue
 
-            def wrapper(*args, _function=function):  # type: ignore[no-untyped-def]
+            def wrapper(*args, _function=function, _slot=slot):  # type: ignore[no-untyped-def]
                 start = time.perf_counter()
                 try:
                     return _function(*args)
                 finally:
-                    spent[0] += time.perf_counter() - start
+                    spent[_slot] += time.perf_counter() - start
             setattr(module, name, wrapper)
     return spent
 
@@ -85,13 +96,17 @@ def main() -> None:
         engine.detach()
     ratios = [d / p for p, d in zip(plain, debugged)]
     print(f"torch {torch.__version__}, Python {sys.version.split()[0]}, {args.rounds} rounds")
-    print(f"compiles (9, 5 graph breaks, 2 recompiles), plain {statistics.median(plain):.3f} s, "
+    print(f"compiles (14, 5 graph breaks, 2 recompiles; 5 with dynamic shapes), plain {statistics.median(plain):.3f} s, "
           f"under dyndbg {statistics.median(debugged):.3f} s, "
           f"ratio {statistics.median(ratios):.3f} (the whole debugger attached)")
-    print(f"of which reading torch's account (break and recompile reasons, guard stacks) "
+    print(f"of which reading torch's account (break and recompile reasons, guard stacks, "
+          "the ShapeEnv as each compile ends and what it does not keep as it runs) "
           "and copying each graph: "
-          f"{reading[0] / args.rounds * 1000:.3f} ms a round "
-          f"({reading[0] / sum(debugged) * 100:.2f}% of the compile time under dyndbg)")
+          f"{sum(reading) / args.rounds * 1000:.3f} ms a round "
+          f"({sum(reading) / sum(debugged) * 100:.2f}% of the compile time under dyndbg)")
+    print(f"of which the shapes (shapes/record.py's read, shapes/watch.py's notes): "
+          f"{reading[1] / args.rounds * 1000:.3f} ms a round "
+          f"({reading[1] / sum(debugged) * 100:.2f}%)")
 
 
 if __name__ == "__main__":

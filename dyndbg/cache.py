@@ -4,6 +4,7 @@
     dc.entries(f)                       # f's cache entries, lookup order
     dc.guards("0/0")                    # its guards, each with the line that installed it
     dc.why("0/1")                       # why dynamo compiled it (print() it)
+    dc.shapes("0/1", x)                 # its symbols, ranges, specializations (print() it)
     dc.check("0/0", x, 5)               # would its guards pass for f(x, 5)?
     e = dc.patch("0/0", "insert", 39, "LOAD_CONST", 100)   # a constant: any object
     dc.run("0/0", x, 5)                 # its code, by hand, no guards
@@ -34,9 +35,10 @@ from dyndbg.dynamo.errors import CacheError
 from dyndbg.dynamo.graphs import (Bisection, GraphRun, NodeValues, captured, graph_bisect,
                                   graph_capture, graph_run, graph_values)
 from dyndbg.dynamo.guards import live_entries, tree as guard_walk
+from dyndbg.dynamo.shapes.story import ShapesAnswer
 
 __all__ = ["CacheError", "Edit", "EntryView", "EntryWhy", "GraphRun", "GuardView", "entries",
-           "code", "guards", "why", "check", "evict", "evict_all", "force", "add_guard",
+           "code", "guards", "why", "shapes", "ShapesAnswer", "check", "evict", "evict_all", "force", "add_guard",
            "drop_guard", "patch", "install", "run", "graph_run", "graph_capture", "captured",
            "graph_bisect", "graph_values", "Bisection", "NodeValues",
            "edits", "undo", "undo_all"]
@@ -109,9 +111,21 @@ def _lines(entry: live_entries.LiveEntry) -> list[GuardView]:
     logged = _logged(entry.code)
     stacks = logged.guard_stacks if logged is not None else ()
     return [GuardView(line.number, line.text, line.depth, line.origin,
-                      None if line.guard is None else compile_context.stack_of(
-                          stacks, line.source, line.code or line.text, line.origin))
-            for line in guard_walk.guard_lines(entry.guard_manager)]
+                      _stack(logged, line, stacks)) for line in guard_walk.guard_lines(entry.guard_manager)]
+
+
+def _stack(logged: GeneratedCode | None, line: guard_walk.GuardLine,
+           stacks: tuple) -> traceback.StackSummary | None:
+    """The user stack torch recorded for a guard line (a shape guard's, as
+    dyndbg noted it while torch made its SLoc)."""
+    if line.guard is None or line.group:
+        return None
+    if line.shape is not None:
+        if logged is None or logged.shapes is None or line.origin == "torch":
+            return None
+        found = [s for s in logged.shapes.stacks_for(line.shape.comment) if s]
+        return found[0] if found and all(list(s) == list(found[0]) for s in found) else None
+    return compile_context.stack_of(stacks, line.source, line.code or line.text, line.origin)
 
 
 def entries(function: Callable | types.CodeType | str) -> list[EntryView]:
@@ -149,6 +163,20 @@ def why(compile_id: str) -> EntryWhy:
     return EntryWhy(compile_id, logged.function, True, compile_id.endswith("/0"),
                     logged.called_from, logged.because, logged.breaks,
                     _why.explain(logged, frame_globals, _LOG.registry if _LOG else Registry()))
+
+
+def shapes(compile_id: str, *args: object, **kwargs: object) -> ShapesAnswer:
+    """The entry's symbolic shapes, as `why shapes` gives them (print() it, or
+    read `.symbols` and `.guards`): each symbol's source, range, why it is
+    symbolic and its line, what torch replaced it by; the shape guards torch
+    added. With a call's arguments, each source's value for that call."""
+    entry = live_entries.find(compile_id)
+    logged = _logged(entry.code)
+    frame_locals = _call_locals(entry.original, args, kwargs) if args or kwargs else {}
+    if logged is None:
+        return _why.shapes_of(f"{entry.original.co_name} [{compile_id}]", None, frame_locals,
+                              [], entry.original)
+    return _why.shapes(logged, frame_locals)
 
 
 def check(compile_id: str, *args: object, **kwargs: object) -> tuple[bool, str]:

@@ -15,7 +15,8 @@ The page marks each checked block with an HTML comment on the line before it:
   only (its output holds what one torch writes, a traceback through it).
 - `<!-- file: PATH -->`: lines that must appear together in PATH.
 
-Only what legitimately varies is normalised: memory addresses, the uuid of
+Only what legitimately varies is normalised: memory addresses (an object's
+id in a guard's code too), the uuid of
 `__compiled_fn_N_<uuid>`, the checkout's path (the page says /path/to/dyndbg),
 the thread count inside torch's global-state guard (which changes the length
 shown for that cut guard), the seconds `graph bisect` and `graph values` took
@@ -138,6 +139,8 @@ def normalise(text: str) -> list[str]:
     if site and not site.startswith(str(ROOT)):
         text = text.replace(site, PAGE_ROOT + "/.venv/lib/python3.11/site-packages")
     text = re.sub(r"\b0x[0-9a-fA-F]{4,}\b", "0x…", text)
+    # an object's id in a guard's code (a type's, in TYPE_MATCH: its address)
+    text = re.sub(r"(___check_(?:type|obj)_id\([^,]+, )\d+", r"\1N", text)
     text = re.sub(r"(__compiled_fn_\d+)_[0-9a-f]{8}(?:_[0-9a-f]{4}){3}_[0-9a-f]{12}",
                   r"\1_<uuid>", text)
     text = re.sub(r"^(.*GLOBAL_STATE: .*)\(\d+ chars\)(  \(torch's own\))?$", r"\1(N chars)\2",

@@ -19,8 +19,11 @@ from transcript import no_traceback
 from dyndbg import cores
 
 CLOSURES = ROOT / "tests" / "corpus" / "closure_decorators.py"
+# dynamic_shapes.py last: it sets capture_scalar_outputs for the process. Its
+# shape guards are each evaluated alone at its stops (issue 51).
 PROGRAMS = [*sorted((ROOT / "tests" / "corpus").glob("*.py")), *sorted(SAMPLES.glob("*.py")),
-            ROOT / "tests" / "programs" / "tiny_gpt2.py"]
+            ROOT / "tests" / "programs" / "tiny_gpt2.py",
+            ROOT / "tests" / "programs" / "dynamic_shapes.py"]
 
 # (core, tracer, mode): after `continue`, breakpoints at every entry, where
 # the compiled core starts a code's later frames itself (settrace's C start);

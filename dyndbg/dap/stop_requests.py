@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Callable
 
 from dyndbg.dap.hover import NotHoverable, hover_value
 from dyndbg.dap.protocol import RequestError
+from dyndbg.dap.shapes_scope import shape_items
 from dyndbg.dap.variables import References, StaleReference, variable
 from dyndbg.engine.stop import StopReason
 from dyndbg.ui.text.parsing import CommandError
@@ -125,7 +126,17 @@ class StopRequests:
         if on_stop_frame and not recorded and stop.entry_locals is not None:
             scopes.append(self._scope("Inputs at entry", "arguments",
                                       list(stop.entry_locals.items())))
+        shapes = self._shapes() if not recorded and session.past is None else []
+        if shapes:
+            scopes.append(self._scope("Shapes", "data", shapes))
         return {"scopes": scopes}
+
+    def _shapes(self) -> list[tuple[str, object]]:
+        """`why shapes` of the selected frame's entry, where it has symbols."""
+        try:
+            return shape_items(self.session.dynamo.shapes_answer())
+        except CommandError:        # not generated code
+            return []
 
     def _scope(self, name: str, hint: str, items: list[tuple[str, object]]) -> dict:
         return {"name": name, "presentationHint": hint, "variablesReference":

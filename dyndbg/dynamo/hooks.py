@@ -7,6 +7,7 @@
   everything; the engine uses it to turn tracing on only when needed.
 - compile start/end callbacks: the engine suspends tracing while dynamo compiles.
 - the backend's call: a copy of each graph as dynamo traced it (graphs/copies.py).
+- a ShapeEnv's replacements, symbols and SLocs: what it does not keep (shapes/watch.py).
 - a function dynamo gives up on (compiles/give_ups.py) or skips (compiles/skips.py): told
   to the engine; a skip is also kept on the generated code that called it.
 dyndbg.cache's log of compiles (compile_log) installs the bytecode hook, the
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Callable
 
 from dyndbg.dynamo.compiles import skips as frame_skips, give_ups
 from dyndbg.dynamo.graphs import copies as graph_copies
+from dyndbg.dynamo.shapes import watch as shape_watch
 from dyndbg.dynamo.compiles import program_frame
 from dyndbg.dynamo.compiles import CompileLog
 from dyndbg.dynamo.compiles import FrameSkip
@@ -47,6 +49,7 @@ def watch_compiles(bytecode_hook: BytecodeHook,
     shield(bytecode_hook, compile_start)
     handle = convert_frame.register_bytecode_hook(bytecode_hook)
     graph_copies.keep()     # dynamo's graphs as traced, for graph run / bisect
+    shape_watch.install()   # what a ShapeEnv does not keep (shapes/watch.py)
     torch._dynamo.callback_handler.register_start_callback(compile_start)
     return handle
 

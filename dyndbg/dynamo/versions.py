@@ -63,6 +63,22 @@ differences belong here too.
   entry strips by assigning `node.meta = {}`; `CompiledFunction.compiled_bw`
   leading to inductor's CompiledFxGraph (`current_callable`,
   `compiled_fn_runner`, `source_code`, `cache_linemap`).
+- shape guards, the same on 2.13, 2.14 and 2.15 (read in each): a
+  ShapeGuard is `(expr, sloc, size_oblivious)` and keeps only its SLoc,
+  `(framework_loc, maybe_user_loc)`, the innermost user frame as text; no
+  user stack (`guard_added_fast` has one only in TORCH_TRACE's structured
+  log). `ShapeEnv.replacements_slocs` keeps the first replacement's SLoc,
+  `specialization_stacks` a constant specialization's whole user stack by
+  source; a replacement's reason (`msg`) is only logged. Dynamo checks the
+  guards as one Python lambda on the root, its verbose code parts one per
+  guard (`enable_cpp_symbolic_shape_guards` is False on each: shapes/parts.py
+  reads them). `_get_sloc`, `_set_replacement`, `create_symbol` and
+  `create_unbacked_symint/symfloat/symbool` have the same names and
+  arguments (shapes/watch.py wraps them; `uninteresting_files()` is an
+  lru-cached set on each).
+- 2.15: `maybe_mark_dynamic` with a range records a StrictMinMaxConstraint
+  with `warn_only=True` (2.13 and 2.14: no constraint, DimDynamic.DYNAMIC);
+  the other dims' records are the same on each: `why_dim_is_symbolic`.
 """
 from __future__ import annotations
 
@@ -123,6 +139,61 @@ def relation_names() -> dict[str, object]:
     def check_no_aliasing(*tensors: object) -> bool:
         return len({id(t) for t in tensors}) == len(tensors)
     return {"check_no_aliasing": check_no_aliasing}
+
+
+def why_dim_is_symbolic(dynamism: object, constraint: object) -> str:
+    """Why a tensor's dim (a size or a stride) is symbolic, from what dynamo's
+    `_automatic_dynamic` (variables/builder.py) recorded for it in the
+    tensor's symbolic context: its DimDynamic and its constraint. It logs the
+    same decision as `marking L['x'] as dynamic (from mark_dynamic)`, `(from
+    automatic dynamic/PGO)` or `(from assume_static_by_default = False)`.
+    The answer names a member of shapes/record.py's Symbolic:
+
+    - mark_dynamic: a RelaxedUnspecConstraint, or with a range a
+      StrictMinMaxConstraint, either with `warn_only=False`;
+    - automatic dynamic: a RelaxedUnspecConstraint with `warn_only=True`
+      (also a size dynamo's dynamic-sources lists name);
+    - maybe_mark_dynamic: no constraint and DYNAMIC; on 2.15 with a range, a
+      StrictMinMaxConstraint with `warn_only=True`;
+    - dynamic=True (assume_static_by_default False): no constraint and DUCK;
+    - mark_unbacked: UNBACKED.
+    """
+    kind = type(constraint).__name__
+    warn_only = getattr(constraint, "warn_only", None)
+    dim = getattr(dynamism, "name", "")
+    if dim == "UNBACKED":
+        return "MARKED_UNBACKED"
+    if kind in ("RelaxedUnspecConstraint", "StrictMinMaxConstraint") and warn_only is False:
+        return "MARKED"
+    if kind == "RelaxedUnspecConstraint" and warn_only is True:
+        return "AUTOMATIC"
+    if kind == "StrictMinMaxConstraint" and warn_only is True:
+        return "MAYBE_MARKED"
+    if constraint is None and dim == "DUCK":
+        return "DYNAMIC"
+    if constraint is None and dim == "DYNAMIC":
+        return "MAYBE_MARKED"
+    return "UNKNOWN"
+
+
+def recompile_limit() -> int | None:
+    """dynamo's `config.recompile_limit` (its name on 2.13-2.15), None if unreadable."""
+    try:
+        import torch._dynamo
+        return int(torch._dynamo.config.recompile_limit)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def shape_guard_names() -> dict[str, object]:
+    """The names the shape guards' lambda is made with besides the guard scope:
+    torch's SYMPY_INTERP (math functions, `FloorDiv`, `Mod`...), as
+    GuardBuilder.SHAPE_ENV passes them on 2.13-2.15; {} where torch lacks it."""
+    try:
+        from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
+    except ImportError:
+        return {}
+    return dict(SYMPY_INTERP)
 
 
 def lazy_caches() -> list[type]:

@@ -59,19 +59,22 @@ def place_of(frame: traceback.FrameSummary) -> str:
     return f"{os.path.basename(frame.filename)}:{frame.lineno}"
 
 
-def guard_stacks(depth: int = 1) -> tuple[GuardStack, ...]:
-    """Called from a bytecode hook: the guards of the compile calling it, each
-    with its user stack (guards without one are torch's own and left out).
-    () where the compiler's frame or its guards cannot be found."""
+def compiler_output(depth: int = 1) -> object | None:
+    """Called from a bytecode hook: the OutputGraph of the compile calling it
+    (`_compile_inner`'s local `output`), or None where it cannot be found."""
     frame: types.FrameType | None = sys._getframe(depth)
     while frame is not None:
         code = frame.f_code
         if code.co_name == _COMPILER and code.co_filename.endswith(_CONVERT_FRAME):
             break
         frame = frame.f_back
-    if frame is None:
-        return ()
-    output = frame.f_locals.get("output")
+    return None if frame is None else frame.f_locals.get("output")
+
+
+def guard_stacks(output: object) -> tuple[GuardStack, ...]:
+    """The guards of the compile whose OutputGraph is `output` (compiler_output),
+    each with its user stack (guards without one are torch's own and left out);
+    () where there are none to read."""
     guards = getattr(output, "guards", None)
     if guards is None:
         return ()

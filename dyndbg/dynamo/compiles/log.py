@@ -6,7 +6,8 @@ At the compile's start, where torch's list of graph-break reasons stands;
 in its bytecode hook, the reasons appended since (dynamo/compiles/breaks.py),
 the older entries' failing guards torch recorded for it
 (dynamo/compiles/recompiles.py), each guard's user stack and the program's
-call that made it (dynamo/compiles/context.py). All of it only read.
+call that made it (dynamo/compiles/context.py), its symbolic shapes
+(dynamo/shapes/record.py). All of it only read.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import types
 
 from dyndbg.dynamo.compiles import breaks as break_reasons, context as compile_context, recompiles as recompile_reasons
 from dyndbg.dynamo.compiles.registry import GeneratedCode, Registry
+from dyndbg.dynamo.shapes import record as shape_record
 
 
 def current_compile_id() -> str | None:
@@ -44,7 +46,9 @@ class CompileLog:
         self._breaks_mark = break_reasons.mark()
         because = recompile_reasons.since(code, self._failures_seen.get(id(code), 0))
         self._failures_seen[id(code)] = recompile_reasons.count(code)
+        output = compile_context.compiler_output()
         return self.registry.add_transformed(code, new_code, current_compile_id(),
                                              breaks=breaks, because=because,
-                                             guard_stacks=compile_context.guard_stacks(),
-                                             called_from=compile_context.called_from())
+                                             guard_stacks=compile_context.guard_stacks(output),
+                                             called_from=compile_context.called_from(),
+                                             shapes=shape_record.read(output))

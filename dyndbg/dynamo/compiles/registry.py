@@ -17,6 +17,7 @@ from dyndbg.dynamo.compiles.skips import FrameSkip
 from dyndbg.dynamo.markers import has_marker
 from dyndbg.dynamo.names import is_resume_name
 from dyndbg.dynamo.compiles.recompiles import RecompileReason
+from dyndbg.dynamo.shapes.record import ShapeRecord
 
 @dataclass
 class GeneratedCode:
@@ -35,6 +36,7 @@ class GeneratedCode:
     guard_stacks: tuple[GuardStack, ...] = ()  # its guards' user stacks, as torch recorded them
     called_from: str | None = None       # the program's call that made its compile
     skipped: tuple[FrameSkip, ...] = ()  # functions it called that dynamo skipped (torch's account)
+    shapes: ShapeRecord | None = None    # its symbolic shapes as its compile ended (None: not read)
 
     @property
     def source(self) -> types.CodeType:
@@ -77,13 +79,14 @@ class Registry:
                         breaks: tuple[BreakReason, ...] = (),
                         because: tuple[RecompileReason, ...] = (),
                         guard_stacks: tuple[GuardStack, ...] = (),
-                        called_from: str | None = None) -> GeneratedCode:
+                        called_from: str | None = None,
+                        shapes: ShapeRecord | None = None) -> GeneratedCode:
         if compile_id is not None:
             compile_id = compile_id.split("_")[0]  # "0/0_1" is attempt 1 of 0/0
         entry = GeneratedCode(new, "transformed", original, compile_id, len(self._by_id),
                               has_marker=has_marker(new), edited=edited, breaks=breaks,
                               because=because, guard_stacks=guard_stacks,
-                              called_from=called_from)
+                              called_from=called_from, shapes=shapes)
         self.has_markers = self.has_markers or entry.has_marker
         if original is not None:
             self._transformed_from.add(id(original))

@@ -16,10 +16,17 @@ and at graph-break stops (the prompt, the editor's console), computed once.
 """
 from __future__ import annotations
 
+import types
+from traceback import StackSummary
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
+from dyndbg.dynamo import versions
 from dyndbg.dynamo.compiles.breaks import BreakReason
 from dyndbg.dynamo.compiles.context import stack_of
+from dyndbg.dynamo.guards.entries import entry_count
+from dyndbg.dynamo.guards.tree import GuardScope
+from dyndbg.dynamo.shapes import story as shape_story
+from dyndbg.dynamo.shapes.record import ShapeRecord
 from dyndbg.dynamo.names import RESUME_GLOBAL, resume_code
 
 if TYPE_CHECKING:
@@ -27,6 +34,7 @@ if TYPE_CHECKING:
     from dyndbg.dynamo.guards import GuardLine
     from dyndbg.dynamo.guards import EntryExplanation
     from dyndbg.dynamo.compiles.registry import GeneratedCode, Registry
+    from dyndbg.dynamo.shapes.parts import ShapePart
 
 
 class Origin(NamedTuple):
@@ -102,6 +110,11 @@ def explain(entry: GeneratedCode, frame_globals: dict, registry: Registry,
                              + (f"  ({line})" if line else ""))
                 lines += [f"    {source} is {show(value)}"
                           for source, value in explained.values.get(compile_id, ())]
+                lines += _shape_lines(entry, registry, compile_id, guard, line or "")
+        else:
+            for failed in entry.because:
+                lines += _shape_lines(entry, registry, failed.older, failed.guard,
+                                      "" if failed.where == "torch" else failed.where)
     elif entry.compile_id is not None:
         called = f", called from {entry.called_from}" if entry.called_from else ""
         lines.append(f"{entry.label()} is the first compile of {entry.function}{called}")
@@ -117,6 +130,40 @@ def explain(entry: GeneratedCode, frame_globals: dict, registry: Registry,
     return lines
 
 
+def _shape_lines(entry: GeneratedCode, registry: Registry, older: str, guard: str,
+                 origin: str) -> list[str]:
+    """Under an older entry's failing guard about a size: the specialization or
+    shape guard that made it fail, and what that costs (shapes/story.py)."""
+    older_entry = next((e for e in registry.entries() if e.original is entry.original
+                        and e.compile_id == older and e.edited is None), None)
+    count = entry_count(entry.original) if entry.original is not None else None
+    return shape_story.recompile_lines(older, guard, origin,
+                                       older_entry.shapes if older_entry else None, entry.shapes,
+                                       entry.function, count, versions.recompile_limit())
+
+
+def shapes(entry: GeneratedCode, frame_locals: dict,
+           show: Callable[[object], str] = repr) -> shape_story.ShapesAnswer:
+    """`why shapes` in `entry` (the compile's record, shapes/record.py), each
+    source's value read from `frame_locals` (the call's inputs), the older
+    entries' failing guards that made this compile, and the function's entries
+    toward recompile_limit."""
+    return shapes_of(entry.label(), entry.shapes, frame_locals,
+                     [(r.older, r.guard) for r in entry.because], entry.original, show)
+
+
+def shapes_of(label: str, record: ShapeRecord | None, frame_locals: dict,
+              because: list[tuple[str, str]], original: types.CodeType | None,
+              show: Callable[[object], str] = repr) -> shape_story.ShapesAnswer:
+    """`why shapes` for a record (a finished compile's, or one read live while
+    dynamo compiles): the sources read from `frame_locals`; `original`, the
+    user's code, to count its cache entries."""
+    count = entry_count(original) if original is not None and record is not None \
+        and not record.empty else None
+    return shape_story.answer(label, record, GuardScope(None, frame_locals).value, because,
+                              count, versions.recompile_limit(), show)
+
+
 def skip_lines(skip: FrameSkip) -> list[str]:
     """Torch's reason for a frame it skipped, its line, explanations and hints."""
     return [f"  torch's reason: {skip.cause}"] + [f"  {line}" for line in skip.reason.details]
@@ -129,6 +176,11 @@ def guard_story(entry: GeneratedCode, line: GuardLine) -> list[str]:
     if line.guard is None:
         return [f"line {line.number} is a source ({line.source or line.text}), not a guard: "
                 "its guards are the numbered lines under it"]
+    if line.group:
+        return [f"line {line.number} is the lambda torch checks the shape guards with: "
+                "each is a numbered line under it"]
+    if line.shape is not None:
+        return lines + shape_guard_story(entry.shapes, line.shape)
     origin = line.origin
     if origin == "torch":
         return lines + ["  torch installs it itself (no line of yours made it: grad mode, "
@@ -138,9 +190,40 @@ def guard_story(entry: GeneratedCode, line: GuardLine) -> list[str]:
         why_not = "that compile ran before dyndbg attached" if not entry.guard_stacks else \
             "torch recorded no single stack for it"
         return lines + [f"  installed at {origin}; the whole stack is not known ({why_not})"]
-    lines.append("  installed while dynamo traced (innermost last):")
+    return lines + stack_lines("installed while dynamo traced", stack)
+
+
+def stack_lines(heading: str, stack: StackSummary) -> list[str]:
+    """A user stack, innermost last, each frame with its line."""
+    lines = [f"  {heading} (innermost last):"]
     for frame in stack:
         lines.append(f"    {frame.filename}:{frame.lineno} in {frame.name}")
         if frame.line:
             lines.append(f"      {frame.line.strip()}")
     return lines
+
+
+def shape_guard_story(record: ShapeRecord | None, part: ShapePart) -> list[str]:
+    """`why guard N` on a shape guard: where torch added it, from its SLoc (one
+    frame) and the whole user stack dyndbg noted when torch made that SLoc."""
+    user = part.sloc.user
+    if part.origin == "torch":
+        said = f"  torch's own: {part.note}" if part.note else "  torch's own"
+        if user is not None:
+            said += f" (the line torch shows is the value's first use: {user.place})"
+        return [said]
+    assert user is not None
+    stacks = record.stacks_for(part.comment) if record is not None else []
+    known = [stack for stack in stacks if stack]
+    if known and all(_frames(stack) == _frames(known[0]) for stack in known):
+        return stack_lines("a shape guard torch added while dynamo traced", known[0])
+    why_not = "that compile ran before dyndbg attached" if record is None or not record.noted \
+        else "torch made several with this line and different stacks"
+    return [f"  a shape guard torch added at {user.file}:{user.line} in {user.function}:",
+            f"      {user.text}" if user.text else "      (no source line)",
+            f"  (torch keeps only this frame of its stack; the whole stack is not known: "
+            f"{why_not})"]
+
+
+def _frames(stack: StackSummary) -> list[tuple[str, int | None]]:
+    return [(frame.filename, frame.lineno) for frame in stack]

@@ -31,6 +31,10 @@ def without_guards(guard_manager: object, numbers: list[int], notes: list[str]) 
         if not 0 <= number < len(lines):
             raise CacheError(f"no guard {number} (guards lists 0..{len(lines) - 1})")
         line = lines[number]
+        if line.shape is not None or line.group:
+            raise CacheError(f"guard {number} is one of the shape guards, which torch checks as "
+                             "one lambda on the root of the tree: torch cannot copy the tree "
+                             "without it; `force ENTRY` runs the entry without any guards")
         if line.depth <= 1 and line.guard is not None:
             raise CacheError(f"guard {number} is checked on the root of the tree (global "
                              "state, a relation between inputs on torch 2.13, or an edit's own "

@@ -31,7 +31,6 @@ differs after the fact (post mortem, `up`): see guards/call_state.py.
 from __future__ import annotations
 
 import contextlib
-import re
 import types
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
@@ -40,8 +39,10 @@ from dyndbg.dynamo import versions
 from dyndbg.dynamo.guards import call_state
 from dyndbg.dynamo.backends import backend_name
 from dyndbg.dynamo.versions import torch_version
+from dyndbg.dynamo.guards.outcomes import (Outcome, check_verbose, failing_shape_guards,
+                                          root_of)
 from dyndbg.dynamo.guards.tree import (GuardLine, GuardScope, Judge, TreeBuilder, code_only,
-                                      frame_origin, managers, walk)
+                                      managers, source_values, walk)
 
 
 def _unavailable(what: str) -> str:
@@ -76,22 +77,6 @@ class EntryExplanation:
     origins: dict[str, str] = field(default_factory=dict)
 
 
-# A guard source in torch's guard code: `L['x']`, `G['Config'].flag`, `G['T']['k']`.
-_SOURCE = re.compile(r"\b[LG]\[[^\]]+\](?:\.\w+|\[[^\]]+\])*")
-
-
-def source_values(guard_manager: object, f_locals: dict, code: str) -> list[tuple[str, object]]:
-    """(source, value) for each source `code` reads, evaluated as the guards
-    read it on `f_locals`; a source that does not evaluate is left out."""
-    scope = GuardScope(guard_manager, f_locals)
-    out = []
-    for source in dict.fromkeys(_SOURCE.findall(code)):
-        got, value = scope.value(source)
-        if got:
-            out.append((source, value))
-    return out
-
-
 # -- cache entries ---------------------------------------------------------------
 
 def _raw_entries(code: types.CodeType) -> list | str:
@@ -119,10 +104,17 @@ def cache_entries(original_code: types.CodeType) -> list[EntryInfo]:
     return out
 
 
+def entry_count(original_code: types.CodeType) -> int | None:
+    """How many cache entries the user code has (None where torch cannot say),
+    without reading their guards."""
+    entries = _raw_entries(original_code)
+    return None if isinstance(entries, str) else len(entries)
+
+
 def _entry_info(entry: object) -> EntryInfo:
     code = entry.code  # type: ignore[attr-defined]  # torch's CacheEntry
     names = _global_names(code)
-    root = _root(entry)
+    root = root_of(entry)
     return EntryInfo(
         compile_id=_compile_id(entry),
         code=code,
@@ -154,13 +146,6 @@ def _global_names(code: types.CodeType) -> list[str]:
     return names
 
 
-def _root(entry: object) -> object | None:
-    """The C++ RootGuardManager, if this torch has one."""
-    manager = getattr(entry, "guard_manager", None)
-    root = getattr(manager, "root", manager)
-    return root if hasattr(root, "get_leaf_guards") else None
-
-
 def _count_leaves(root: object) -> int:
     """Leaf guards in the tree; a relational guard (under several managers) counts once."""
     # pybind returns the same Python object for a C++ guard only while one is alive:
@@ -172,30 +157,6 @@ def _count_leaves(root: object) -> int:
 
 
 # -- explaining the choice of entry ------------------------------------------------
-
-class Outcome(NamedTuple):
-    """An entry's guards checked on a call's locals (check_verbose)."""
-
-    passed: bool
-    reason: str          # the first failing guard's code, as torch gives it
-    origin: str = ""     # "file.py:12": the line that installed it, from the failing
-    #                      guard's user stack ("" where torch gives none)
-
-
-def _check_verbose(entry: object, f_locals: dict) -> Outcome | None:
-    """The outcome, using check_verbose, which leaves fail counts alone."""
-    manager = getattr(entry, "guard_manager", None)
-    check = getattr(manager, "check_verbose", None)
-    if check is None:
-        return None
-    result = versions.guard_check(check, f_locals)
-    parts = [code_only(str(p)) for p in getattr(result, "verbose_code_parts", []) or []]
-    stack = getattr(result, "user_stack", None)
-    origin = ""
-    if stack and not bool(result.result):
-        origin = frame_origin(stack[-1].filename, stack[-1].lineno or 0)
-    return Outcome(bool(result.result), "; ".join(parts) or "guards failed", origin)
-
 
 def _running_entry(entries: list, transformed_code: types.CodeType) -> object | None:
     # Identity, never equality or hashing: generated code objects can be unhashable.
@@ -226,9 +187,10 @@ def _explain(original_code: types.CodeType, transformed_code: types.CodeType,
         cid = _compile_id(entry) or "?"
         try:
             with _in_state_of(call):
-                outcome = _check_verbose(entry, f_locals)
+                outcome = check_verbose(entry, f_locals)
             # A process-wide setting changed since: torch's reason is all there is.
             outcome = _against_call(entry, outcome, call) or outcome
+            outcome = failing_shape_guards(entry, outcome, f_locals) or outcome
         except Exception as error:  # noqa: BLE001
             explanation.rejected.append((cid, f"guards not evaluable: {error}"))
             continue
@@ -272,14 +234,14 @@ def _guard_tree(original_code: types.CodeType, transformed_code: types.CodeType,
     entry = _running_entry(entries, transformed_code)
     if entry is None:
         return "this code is not a cache entry of that function"
-    root = _root(entry)
+    root = root_of(entry)
     if root is None:
         return _unavailable("the guard tree")
     ran = _running_entry(entries, running) if running is not None else None
     call = _call_of(ran, f_locals) if ran is not None else None
     with _in_state_of(call):
         try:
-            outcome = _against_call(entry, _check_verbose(entry, f_locals), call)
+            outcome = _against_call(entry, check_verbose(entry, f_locals), call)
         except Exception:  # noqa: BLE001
             outcome = None
         reason = outcome.reason if outcome and not outcome.passed else None
@@ -319,7 +281,7 @@ class _Call(NamedTuple):
 
 
 def _global_record(entry: object) -> dict | None:
-    root = _root(entry)
+    root = root_of(entry)
     for leaf in root.get_leaf_guards() if root is not None else []:  # type: ignore[attr-defined]  # torch's C++ guard manager
         if type(leaf).__name__ == "GLOBAL_STATE":
             parts = [code_only(str(p)) for p in leaf.verbose_code_parts()]
@@ -354,7 +316,7 @@ def _call_of(ran: object | None, f_locals: dict) -> _Call | None:
 
 def _passes(entry: object, f_locals: dict) -> bool:
     try:
-        outcome = _check_verbose(entry, f_locals)
+        outcome = check_verbose(entry, f_locals)
     except Exception:  # noqa: BLE001
         return False
     return outcome is not None and outcome.passed

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from dyndbg.dynamo import versions
+from dyndbg.dynamo.shapes.parts import ShapePart, is_shape_lambda, shape_part, split_sloc
 
 
 @dataclass
@@ -28,15 +29,21 @@ class GuardLine:
     guard: object | None = None      # the leaf guard itself; None on a manager line
     code: str = ""                   # a leaf's code (a relation's, on each of its lines)
     hint: str = ""                   # torch's "(HINT: ...)" to a leaf, kept out of text
+    shape: ShapePart | None = None   # one of the shape guards, as torch wrote it
+    group: bool = False              # the lambda torch checks the shape guards under it with
 
     @property
     def origin(self) -> str | None:
         """Where the guard came from: `file.py:12`, the user's line that made
         dynamo install it (the last frame of torch's Guard.user_stack, as torch
-        writes it after the code), or "torch" for a guard torch installs itself
-        (grad mode, global state, its own files). None on a manager's line."""
-        if self.guard is None:
+        writes it after the code; for a shape guard, its SLoc's user frame), or
+        "torch" for a guard torch installs itself (grad mode, global state, its
+        own files, a size's range). None on a manager's line and on the shape
+        guards' lambda, whose lines under it each have their own."""
+        if self.guard is None or self.group:
             return None
+        if self.shape is not None:
+            return self.shape.origin
         return installed_at(self.comment)
 
     @property
@@ -95,7 +102,14 @@ _LOCATION = re.compile(r"(?:^|  # )([^#]*?):(\d+) in (\S+)$")
 
 def installed_at(comment: str) -> str:
     """`file.py:12` from a guard's comment, or "torch" where torch installed it
-    itself (no user frame, or a frame in torch's own files)."""
+    itself (no user frame, or a frame in torch's own files). A shape guard's
+    comment (an SLoc) ends with torch's framework location in parentheses,
+    never the user's: its user frame is read alone."""
+    sloc = split_sloc(comment)
+    if sloc.framework:
+        if sloc.torchs_own or sloc.user is None:
+            return "torch"
+        comment = f"{sloc.user.text}  # {sloc.user.file}:{sloc.user.line} in {sloc.user.function}"
     found = _LOCATION.search(comment)
     if found is None:
         return "torch"
@@ -155,6 +169,13 @@ class GuardScope:
         got, value = self.value(code, versions.relation_names())
         return bool(value) if got else None
 
+    def shape_truth(self, code: str) -> bool | None:
+        """A shape guard's code (`(L['x'].size()[0] % 2) == 0`) evaluated here,
+        with the names torch's lambda for it has (SYMPY_INTERP); None if it
+        does not evaluate."""
+        got, value = self.value(code, versions.shape_guard_names())
+        return bool(value) if got else None
+
     def knows(self, code: str) -> bool:
         """Whether `truth` can run this code: it compiles and names only the scope's
         names (`L`, `G`, builtins, torch's guard helpers, versions.relation_names)."""
@@ -176,6 +197,28 @@ class GuardScope:
             except Exception:  # noqa: BLE001 - e.g. a source that depends on a failed guard
                 self._cache[source] = (False, None)
         return self._cache[source]
+
+
+# A guard source in torch's guard code: `L['x']`, `G['Config'].flag`, `G['T']['k']`,
+# `L['x'].size()[0]` (a shape guard's).
+_SOURCE = re.compile(r"\b[LG]\[[^\]]+\](?:\.(?:size|stride|storage_offset)\(\)|\.\w+|"
+                     r"\[[^\]]+\])*")
+
+
+def source_values(guard_manager: object, f_locals: dict, code: str) -> list[tuple[str, object]]:
+    """(source, value) for each source `code` reads, evaluated as the guards
+    read it on `f_locals`; a source that does not evaluate is left out."""
+    return values_in(GuardScope(guard_manager, f_locals), code)
+
+
+def values_in(scope: GuardScope, code: str) -> list[tuple[str, object]]:
+    """(source, value) for each source `code` reads that evaluates in `scope`."""
+    out = []
+    for source in dict.fromkeys(_SOURCE.findall(code)):
+        got, value = scope.value(source)
+        if got:
+            out.append((source, value))
+    return out
 
 
 def guard_lines(guard_manager: object) -> list[GuardLine]:
@@ -236,6 +279,8 @@ class TreeBuilder:
         """Add one leaf guard's line, evaluated on the value of `source` if callable."""
         kind = type(leaf).__name__
         parts = [str(p) for p in leaf.verbose_code_parts()]  # type: ignore[attr-defined]  # torch's C++ leaf guard
+        if is_shape_lambda(kind, [versions.split_hint(p)[0] for p in parts]):
+            return self._shape_guards(leaf, kind, parts, source, got, depth)
         split = [split_part(p) for p in parts]
         code = " and ".join(c for c, _, _ in split)
         comment = split[0][1] if split else ""
@@ -269,6 +314,44 @@ class TreeBuilder:
             line.passed, line.reason, self.reason_placed = False, self.reason, True
         self._add(line)
         return line.passed
+
+    def _shape_guards(self, leaf: object, kind: str, parts: list[str], source: str,
+                      got: tuple[bool, object], depth: int) -> bool | None:
+        """The lambda torch checks a ShapeEnv's guards with: a line for it, then
+        one for each guard, evaluated alone on this call's values."""
+        shapes = [shape_part(versions.split_hint(p)[0]) for p in parts]
+        whole: bool | None = None
+        if got[0]:
+            try:
+                whole = bool(leaf(got[1]))  # type: ignore[operator]  # torch's lambda guard
+            except Exception:  # noqa: BLE001
+                whole = None
+        header = GuardLine(f"{kind}: the shape guards, {len(parts)} "
+                           f"condition{'s' if len(parts) != 1 else ''}, checked as one",
+                           whole, depth, source=source, guard=leaf, group=True,
+                           code=" and ".join(part.code for part in shapes if part))
+        reported = self.reason is not None and not self.reason_placed and \
+            whole is not True and any(part is not None and part.code in self.reason
+                                      for part in shapes)
+        self._add(header)
+        for part in shapes:
+            assert part is not None       # is_shape_lambda read each
+            passed = self.scope.shape_truth(part.code)
+            if passed is None and whole is True:
+                passed = True             # the whole lambda passed, so each condition did
+            line = GuardLine(part.code, passed, depth + 1, part.comment, source=source,
+                             guard=leaf, code=part.code, shape=part)
+            if passed is False:
+                # torch's reason names every condition: each failing one says what
+                # this call gave the sources it reads
+                line.reason = "; ".join(f"{name} is {value!r}" for name, value
+                                        in values_in(self.scope, part.code)) or "failed"
+            self._add(line)
+        if reported:
+            header.passed, self.reason_placed = False, True
+            if not any(line.passed is False for line in self.lines if line.guard is leaf):
+                header.reason = self.reason
+        return header.passed
 
     def _add(self, line: GuardLine) -> None:
         line.number = len(self.lines)

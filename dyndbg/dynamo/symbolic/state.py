@@ -8,7 +8,7 @@ same on torch 2.13, 2.14 and 2.15, versions.py lists it): a translator's
 `instructions`, `instruction_pointer` and `current_instruction`, its
 `stack` and `symbolic_locals`, `parent` (None for the frame being compiled,
 the caller's translator for a call dynamo inlines), and its OutputGraph's
-`graph` and `guards`. An expression run at a stop cannot realize a lazy
+`graph`, `guards` and `shape_env` (read by shapes/record.py). An expression run at a stop cannot realize a lazy
 VariableTracker, add a guard or add a graph node (read_only).
 """
 from __future__ import annotations
@@ -23,6 +23,8 @@ from dyndbg.cpython.opcodes import PROLOGUE_OPNAMES
 from dyndbg.dynamo import versions
 from dyndbg.dynamo.graphs import lookup as graphs
 from dyndbg.dynamo.compiles import guard_kind, place_of
+from dyndbg.dynamo.shapes import record as shape_record
+from dyndbg.dynamo.shapes.record import ShapeRecord
 from dyndbg.dynamo.symbolic.values import (SymbolicValue, UserInstruction, describe, line_of,
                                            node_target, source_name, user_instruction, value_text)
 
@@ -203,6 +205,15 @@ class SymbolicState:
                                  source_name(guard.originating_source),
                                  place, (frame.line or "").strip() if frame else ""))
         return sorted(out, key=lambda g: (g.place == "torch", g.place, g.source, g.kind))
+
+    def shapes(self) -> ShapeRecord | None:
+        """The symbols, replacements and shape guards torch's ShapeEnv holds so
+        far (shapes/record.py, read live)."""
+        return shape_record.read(self.tx.output, live=True)
+
+    def inputs(self) -> dict[str, object]:
+        """The frame being compiled's locals as it was called (what `L[...]` reads)."""
+        return dict(getattr(self.root, "f_locals", None) or {})
 
     def listing(self, around: int = 5) -> list[tuple[int, UserInstruction, bool]]:
         """(index, instruction, is the one at this stop) for the instructions

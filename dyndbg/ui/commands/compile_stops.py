@@ -11,7 +11,9 @@ from __future__ import annotations
 import linecache
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from dyndbg.dynamo.compiles import why
 from dyndbg.dynamo.symbolic import CompilePoint
+from dyndbg.dynamo.symbolic import compile_id as compile_id_of
 from dyndbg.dynamo.symbolic import SymbolicValue, is_variable_tracker
 from dyndbg.engine.compile_stepping import CompileStep
 from dyndbg.engine.stop import CompileStop
@@ -19,7 +21,7 @@ from dyndbg.ui.commands.breakpoints import deleted_at_stop
 from dyndbg.ui.commands.host import Family, Host, commands_of, usage
 from dyndbg.ui.text import render
 from dyndbg.ui.text.parsing import CommandError
-from dyndbg.ui.text.values import safe_repr
+from dyndbg.ui.text.values import cut, safe_repr, summarize
 
 if TYPE_CHECKING:
     from dyndbg.dynamo.symbolic import SymbolicState
@@ -247,6 +249,23 @@ class CompileStopCommands:
         for guard in guards:
             self.host.write(f"  {guard.kind:<{kind}}  {guard.source:<{source}}  {guard.place}"
                             + (f"  {guard.line}" if guard.line else ""))
+
+    def do_why(self, arg: str) -> None:
+        """why shapes
+        The symbols torch's ShapeEnv has made so far in this compile, each with
+        its source, its value at this call, its range, why it is symbolic and
+        its line, what torch replaced it by, and the shape guards added so far."""
+        if arg.split() != ["shapes"]:
+            raise CommandError("usage: why shapes (while dynamo compiles, the rest of `why` "
+                               "is about code not made yet)")
+        state = self.state
+        function = state.root_function
+        compile_id, _ = compile_id_of()
+        shown = why.shapes_of(f"{function} [{compile_id}] (compiling)", state.shapes(),
+                              state.inputs(), [], None,
+                              show=lambda value: cut(summarize(value), 60))
+        for line in shown.lines():
+            self.host.write(line)
 
     def do_p(self, arg: str) -> None:
         """p EXPR | pp EXPR

@@ -18,6 +18,7 @@ from dyndbg.ui.text.values import cut, summarize
 
 if TYPE_CHECKING:
     from dyndbg.dynamo.guards import GuardLine
+    from dyndbg.dynamo.shapes.story import ShapesAnswer
     from dyndbg.dynamo.compiles import GeneratedCode
 
 
@@ -215,18 +216,27 @@ class DynamoCommands:
                            "evaluate out of the frame)")
 
     def do_why(self, arg: str) -> None:
-        """why [guard N]
+        """why [guard N | shapes]
         Why dynamo made the selected frame's code: in a resume function, the
         graph break that made it (torch's reason, hints and the user's stack);
         in code that breaks its graph, that break; in a recompile [i/j], the
         older entries' failing guards for this call; in [i/0], the first compile;
         and each function it called that dynamo skipped, with torch's reason.
         'why guard N': the stack of your frames (innermost last) when dynamo
-        installed guard N of the running entry (N as `guards` numbers it)."""
+        installed guard N of the running entry (N as `guards` numbers it).
+        'why shapes': each symbol of the running entry: its source, its value
+        at this call and the one compiled for, its range as torch keeps it,
+        why it is symbolic (automatic dynamic with the sizes seen before,
+        mark_dynamic, dynamic=True, unbacked) with its line, and what torch
+        replaced it by (a specialization), with torch's reason and line; then
+        the shape guards torch added, each with its line."""
         host = self.host
         words = arg.split()
+        if words == ["shapes"]:
+            self._why_shapes()
+            return
         if words and (words[0] != "guard" or len(words) != 2 or not words[1].isdigit()):
-            raise CommandError("usage: why [guard N]")
+            raise CommandError("usage: why [guard N | shapes]")
         entry = self._selected_entry()
         if words:
             guard_line = self._guard_line(entry, int(words[1]))
@@ -242,6 +252,17 @@ class DynamoCommands:
         for line in why.explain(entry, host.frame.f_globals, host.engine.registry, explained,
                                 show=lambda value: cut(summarize(value), 120)):
             host.write(line)
+
+    def _why_shapes(self) -> None:
+        for line in self.shapes_answer().lines():
+            self.host.write(line)
+
+    def shapes_answer(self) -> ShapesAnswer:
+        """`why shapes` in the selected frame (the prompt's, the editor's Shapes scope)."""
+        entry = self._selected_entry()
+        compiled = self.host.engine.entry_for(self._entry_code(entry)) or entry
+        return why.shapes(compiled, self._entry_locals_of(self.host.frame),
+                          show=lambda value: cut(summarize(value), 60))
 
     def do_cache(self, arg: str) -> None:
         """cache [FUNC]
