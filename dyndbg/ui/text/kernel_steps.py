@@ -77,10 +77,13 @@ def line_lines(number: int, line_stop: LineStop) -> list[str]:
     the kernel computes the line's nodes, those fused in named with the node
     inductor records for the kernel that they are computed for."""
     file, line = line_stop.place
+    head = f"  breakpoint {number}'s line {os.path.basename(file)}:{line}: "
+    if line_stop.linemap:      # a backward's kernel naming no node
+        return [head + "one of the lines its line map records for this kernel "
+                "(inductor names no node it computes)"]
     nodes = ", ".join(f"{c.node} (fused in for {c.via}, not materialized)" if c.via
                       else c.node for c in line_stop.computes)
-    return [f"  breakpoint {number}'s line {os.path.basename(file)}:{line}: "
-            f"this kernel computes {nodes}"]
+    return [head + f"this kernel computes {nodes}"]
 
 
 def toolbar_text(tag: str, step: CodeStep, index: int, count: int) -> str:
