@@ -1,10 +1,17 @@
 """`b FILE:LINE` inside compiled graphs (issue 50): each graph whose FX
 nodes come from that line (forward, and AOT's backward, whose nodes keep the
-forward's stack trace; inductor's forward output code, whose kernels compute
-them) is a location N.M of the breakpoint, as gdb places one in every
-inlined copy; the breakpoint stops before the first node of that line each
-time the graph runs (in an inductor graph, before the first step of the
-output code's `call`, a kernel, computing one: dynamo/graphs/kernel_lines.py).
+forward's stack trace; inductor's output code, whose kernels compute them)
+is a location N.M of the breakpoint, as gdb places one in every inlined
+copy; the breakpoint stops before the first node of that line each time the
+graph runs (in an inductor graph, before the first step of the output
+code's `call`, a kernel, computing one: dynamo/graphs/kernel_lines.py; in
+inductor's backward, the first whose comment names a node of the line as
+computed there or, naming none, whose line map records the line).
+
+Inductor's backward is compiled inside the first backward(): until then it
+is a location where the graph AOT will compile holds the line (listed as
+not compiled yet), watched as None (any call offered) while armed; its
+`call` recognized as it starts, its kernels are read and its stop found.
 
 Locations are found when the breakpoints change and after each compile
 (a pending breakpoint resolves when a graph holding its line is compiled).

@@ -78,9 +78,9 @@ def line_lines(number: int, line_stop: LineStop) -> list[str]:
     inductor records for the kernel that they are computed for."""
     file, line = line_stop.place
     head = f"  breakpoint {number}'s line {os.path.basename(file)}:{line}: "
-    if line_stop.linemap and line_stop.step.nodes:   # AOT's cache: no traced nodes here
-        return [head + "one of the lines its line map records for this kernel (no graph "
-                "with the stack traces of the nodes inductor names for it is in this process)"]
+    if line_stop.linemap and line_stop.step.nodes:   # their stack traces not read here
+        return [head + "one of the lines its line map records for this kernel (the nodes "
+                "inductor names for it have no stack trace this process kept)"]
     if line_stop.linemap:      # a backward's C++ kernel: no node named
         return [head + "one of the lines its line map records for this kernel "
                 "(inductor names no node it computes)"]
