@@ -50,7 +50,7 @@ PROMPTS = ("(dyndbg graph) ", "(dyndbg) ")
 BACKWARD = "backward of graph 1 inductor"
 
 COMMANDS = [f"b {NAME}:{LINE_RELU}",     # 1: the forward compiled, its backward not yet
-            f"b {NAME}:{LINE_L1}",       # 2
+            f"b {NAME}:{LINE_L1} if buf3.abs().sum() >= 0",     # 2: a buffer written before
             "b",
             "disable 2.1",               # 2 stops in the backward only
             "c",                         # step 0: 1 in the forward
@@ -194,7 +194,9 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Run, Account, str
 def test_the_backward_is_a_location_found_when_it_compiles(session) -> None:
     """Set before the first backward(), each breakpoint lists the backward as
     a location not compiled yet; once it ran, as `backward of graph 1 inductor`
-    with its hits; the program prints what a plain run prints."""
+    with its hits; a condition there sees the buffers written so far (`buf3`,
+    read by the kernel stopped at, written by an earlier one); the program prints what a plain
+    run prints."""
     run, account, plain = session
     assert run.stdout == plain
     listings = [out for command, out in _segments(run.transcript) if command == "b"]
@@ -205,6 +207,11 @@ def test_the_backward_is_a_location_found_when_it_compiles(session) -> None:
                "the line, read at its first backward())" in before, listings[0]
         after = next(t for t in listings[1] if t.strip().startswith(f"{number}.2 "))
         assert re.search(rf"enabled\s+{BACKWARD}  hit 1 time$", after), listings[1]
+    kernel, _ = account.first(LINE_L1)
+    assert re.search(r"\bbuf3\b", kernel.statement) and any(
+        re.search(r"\bbuf3\b", k.statement) for k in account.kernels if k.line < kernel.line), \
+        ("the condition's buffer is not written before the kernel it stops at now", kernel)
+    assert "*** Error in condition" not in run.transcript, run.transcript
     assert re.search(r"disabled\s+graph 1 inductor forward$",
                      next(t for t in listings[1] if t.strip().startswith("2.1 "))), listings[1]
 
