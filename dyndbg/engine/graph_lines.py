@@ -1,10 +1,17 @@
 """`b FILE:LINE` inside compiled graphs (issue 50): each graph whose FX
 nodes come from that line (forward, and AOT's backward, whose nodes keep the
-forward's stack trace; inductor's forward output code, whose kernels compute
-them) is a location N.M of the breakpoint, as gdb places one in every
-inlined copy; the breakpoint stops before the first node of that line each
-time the graph runs (in an inductor graph, before the first step of the
-output code's `call`, a kernel, computing one: dynamo/graphs/kernel_lines.py).
+forward's stack trace; inductor's output code, whose kernels compute them)
+is a location N.M of the breakpoint, as gdb places one in every inlined
+copy; the breakpoint stops before the first node of that line each time the
+graph runs (in an inductor graph, before the first step of the output
+code's `call`, a kernel, computing one: dynamo/graphs/kernel_lines.py; in
+inductor's backward, the first whose comment names a node of the line as
+computed there or, naming none, whose line map records the line).
+
+Inductor's backward is compiled inside the first backward(): until then it
+is a location where the graph AOT will compile holds the line (listed as
+not compiled yet), watched as None (any call offered) while armed; its
+`call` recognized as it starts, its kernels are read and its stop found.
 
 Locations are found when the breakpoints change and after each compile
 (a pending breakpoint resolves when a graph holding its line is compiled).
@@ -27,6 +34,7 @@ from typing import Callable, NamedTuple
 
 from dyndbg.dynamo import Registry
 from dyndbg.dynamo.graphs import kernel_lines, line_places
+from dyndbg.dynamo.graphs.inductor_backward import BackwardOutputCode
 from dyndbg.dynamo.graphs.inductor_steps import OutputCodeGraph
 from dyndbg.dynamo.graphs.line_places import StopKey
 from dyndbg.dynamo.graphs.stepping import SteppedGraph
@@ -110,8 +118,35 @@ class GraphLineBreaks:
                 self.graphs[GraphKey(name, graph.part)] = graph
         for key, graph in self.graphs.items():
             for bp in wanted:
-                if self._first_stop(graph, key, bp) is not None:
-                    bp.graph_location(key, graph_where(graph))
+                where = self._where(graph, key, bp)
+                if where is not None:
+                    bp.graph_location(key, where).where = where
+
+    def _where(self, graph: SteppedGraph, key: GraphKey, bp: Breakpoint) -> str | None:
+        """The location bp's line has in the graph, as `b` lists it; None: none.
+        An inductor backward not compiled yet is one where the graph AOT will
+        compile holds the line: whether a kernel computes it is known when
+        it compiles (at the first backward(), its `call` starting)."""
+        if self._first_stop(graph, key, bp) is not None:
+            return graph_where(graph)
+        target = bp.target
+        assert isinstance(target, LineTarget)
+        if isinstance(graph, BackwardOutputCode) and graph.code is None:
+            if not line_places.traced_holds(graph, target.file_matches, target.line):
+                return None
+            return (graph_where(graph) + " (not compiled yet: it stops only if one of its "
+                    "kernels computes the line, read at its first backward())")
+        if bp.graph_location_at(key) is not None:    # listed before it compiled
+            return graph_where(graph) + " (none of its kernels computes the line)"
+        return None
+
+    def _waits(self, graph: SteppedGraph, key: GraphKey) -> bool:
+        """An inductor backward not compiled yet with an armed location: watched
+        (as None) until its `call` starts, its kernels read then."""
+        if not isinstance(graph, BackwardOutputCode) or graph.code is not None:
+            return False
+        return any(bp.enabled and (loc := bp.graph_location_at(key)) is not None and loc.enabled
+                   for bp in self.wanted())
 
     def _first_stop(self, graph: SteppedGraph, key: GraphKey, bp: Breakpoint) -> StopKey | None:
         """The stop of bp's line in this graph (found once a graph and line)."""
@@ -151,7 +186,8 @@ class GraphLineBreaks:
         "" or the one line saying why it cannot."""
         self.resolve()
         armed = {key: graph for key, graph in self.graphs.items()
-                 if self._armed_nodes(graph, key)} if self.wanted() else {}
+                 if self._armed_nodes(graph, key) or self._waits(graph, key)} \
+            if self.wanted() else {}
         self._armed = armed
         return self.rewatch()
 
@@ -218,8 +254,9 @@ class GraphLineBreaks:
     # -- the mechanism's events (under ENGINE_LOCK) -------------------------------------
     def on_graph_start(self, frame: types.FrameType) -> bool:
         code = frame.f_code
-        if id(code) not in self._codes and not code.co_filename.startswith("<eval_with_key>"):
-            return False      # neither an armed graph's code nor a lazy FX graph's, made now
+        if id(code) not in self._codes and not code.co_filename.startswith("<eval_with_key>") \
+                and not (code.co_name == "call" and None in self._watching):
+            return False      # neither an armed graph's code nor a lazy graph's, made now
         if self.held.current is not None or self.stepper.graph is not None or \
                 self._frame is not None:
             return False   # at a prompt (an expression runs a graph), or in a graph already
@@ -228,11 +265,12 @@ class GraphLineBreaks:
                 break
         else:
             return False
-        if graph.code is None:
+        if graph.code is None or id(code) not in self._codes:
             graph.code = code       # made as it started; the mechanism keys it from now on
             self._watching.pop(None, None)
             self._watching[id(code)] = code
             self._codes.add(id(code))
+            self._seen = (-1, -1)   # its locations' labels, read again (an inductor backward's)
         pending = self._armed_nodes(graph, key)
         if not pending:
             return False

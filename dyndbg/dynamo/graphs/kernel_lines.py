@@ -18,13 +18,24 @@ cache_linemap):
   ones; a named user's buffer is what later kernels read, not the node).
 
 A line's stop is the first such kernel in the output code's order: where
-the graph first runs work of that line. Nothing here runs or changes
-anything; it reads the OutputCodeGraph.
+the graph first runs work of that line.
+
+An inductor backward (inductor_backward.BackwardOutputCode) is read by
+lines, not by nodes: many of its nodes share one forward line's stack
+trace and its C++ kernels name no node, so the forward's reading (fused
+nodes found through their users) would name nodes no record names there.
+A backward kernel computes work of a line where inductor's comment names,
+as the node it computes (`_computes`), a node whose user frame is that
+line; or, naming no node with a stack trace here, where its line map's
+traces for it have that line (`user_places`): then no node is claimed
+(`LineStop.linemap`). Nothing here runs or changes anything; it reads
+the OutputCodeGraph.
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Collection, NamedTuple
 
+from dyndbg.dynamo.graphs.inductor_backward import BackwardOutputCode
 from dyndbg.dynamo.graphs.inductor_steps import BufferState, OutputCodeGraph, Where, _computes
 from dyndbg.dynamo.graphs.lookup import node_frame
 from dyndbg.dynamo.graphs.output_code import CodeStep, StepKind
@@ -52,6 +63,7 @@ class LineStop(NamedTuple):
     step: CodeStep
     computes: tuple[Computes, ...]
     place: tuple[str, int]           # the line's (file, line), as the nodes' stack trace says
+    linemap: bool = False            # a backward's kernel naming no node: its line map's lines
 
 
 def computing_kernels(graph: OutputCodeGraph, node_name: str) -> list[tuple[CodeStep, str | None]]:
@@ -104,6 +116,10 @@ def first_stop(graph: OutputCodeGraph, file_matches: FileMatches, line: int) -> 
     """The first kernel step computing a node of FILE:LINE, with the line's
     nodes it computes; None where no kernel computes any (the line is not
     this graph's, or its nodes run no kernel: views inductor reinterprets)."""
+    if isinstance(graph, BackwardOutputCode):
+        return next((found for step in graph.steps
+                     if (found := _backward_stop(graph, step, file_matches, line)) is not None),
+                    None)
     nodes = line_nodes(graph, file_matches, line)
     by_kernel: dict[int, tuple[CodeStep, list[Computes]]] = {}
     for node in nodes:
@@ -124,6 +140,8 @@ def stop_at(graph: OutputCodeGraph, step: object, file_matches: FileMatches,
     breakpoint): None where it computes none of the line's nodes."""
     if not isinstance(step, CodeStep) or step.kind is not StepKind.KERNEL:
         return None
+    if isinstance(graph, BackwardOutputCode):
+        return _backward_stop(graph, step, file_matches, line)
     nodes = line_nodes(graph, file_matches, line)
     computes = []
     for node in nodes:
@@ -135,6 +153,26 @@ def stop_at(graph: OutputCodeGraph, step: object, file_matches: FileMatches,
     place = node_frame(next(n for n in nodes if n.name == computes[0].node))
     assert place is not None
     return LineStop(step, tuple(computes), place)
+
+
+def _backward_stop(graph: BackwardOutputCode, step: CodeStep, file_matches: FileMatches,
+                   line: int) -> LineStop | None:
+    """What of FILE:LINE a backward's kernel step computes, by inductor's
+    records: the nodes its comment names as computed there whose stack
+    trace's user frame is the line; where it names no node with a stack
+    trace here, the line among those its line map records (no node)."""
+    if step.kind is not StepKind.KERNEL:
+        return None
+    known = [(name, node_frame(graph.node_named(name))) for name in step.nodes]
+    if any(place is not None for _, place in known):
+        computes = [(name, place) for name, place in known if place is not None
+                    and place[1] == line and file_matches(place[0]) and _computes(step, name)]
+        if not computes:
+            return None
+        return LineStop(step, tuple(Computes(name) for name, _ in computes), computes[0][1])
+    place = next((p for p in graph.user_places(step) if p[1] == line and file_matches(p[0])),
+                 None)
+    return None if place is None else LineStop(step, (), place, linemap=True)
 
 
 def condition_names(graph: OutputCodeGraph, step: object, frame_locals: dict,

@@ -32,7 +32,9 @@ import types
 from typing import Callable, Iterable, Union
 
 from dyndbg.dynamo.graphs import backward, kernel_lines
-from dyndbg.dynamo.graphs.inductor_steps import OutputCodeGraph
+from dyndbg.dynamo.graphs.inductor_backward import (BackwardOutputCode, account_of,
+                                                    compiled_backward, save_account)
+from dyndbg.dynamo.graphs.inductor_steps import NoOutputCode, OutputCodeGraph
 from dyndbg.dynamo.graphs.lookup import node_frame
 from dyndbg.dynamo.graphs.output_code import CodeStep
 from dyndbg.dynamo.graphs.stepping import (STEPPED_OPS, GraphCode, NoWayIn, SteppedGraph,
@@ -63,14 +65,12 @@ def graph_globals(names: Iterable[str]) -> list[tuple[str, object]]:
 def graph_parts(name: str, value: object, backend: str | None) -> list[SteppedGraph]:
     """The graphs that run for graph global `name`: its forward (an FX
     graph's code, or inductor's output code), and where AOT autograd
-    compiled it for training, its backward where it runs an FX graph
-    (aot_eager). Inductor's backward (inductor_backward.BackwardOutputCode,
-    which `catch backward` steps) is not a location yet: its C++ kernels name
-    no node (its line map gives their lines only), so kernel_lines' reading
-    by nodes, fused ones found through their users, would say false things
-    there; it needs a reading by the lines user_places gives, and its output
-    code read at its first call (code None until then, as an FX backward's:
-    watched as None). Nothing else here tells the parts apart."""
+    compiled it for training, its backward: an FX graph's code (aot_eager)
+    or inductor's output code (inductor_backward.BackwardOutputCode, read by
+    lines: kernel_lines). Inductor's backward is compiled at the first
+    backward(): until then its code is None (watched as None, as an FX
+    backward's) and its nodes, with their stack traces, are kept now
+    (save_account: AOT strips them as it caches the compile)."""
     try:
         forward = runnable_graph(name, value, backend)
     except NoWayIn:
@@ -82,11 +82,39 @@ def graph_parts(name: str, value: object, backend: str | None) -> list[SteppedGr
         cls = backward._walk(value, backward._is_function_class)
         if isinstance(cls, type):
             part = backward.backward_graph(cls, name, forward.number, backend)
-            if isinstance(part, GraphCode):     # not inductor's output code
-                parts.append(part)
+            if isinstance(part, BackwardOutputCode):
+                save_account(cls)
+            parts.append(part)
     except (NoWayIn, Exception):  # noqa: BLE001 - a torch change: the forward only
         pass
     return parts
+
+
+def loaded(graph: SteppedGraph) -> bool:
+    """Whether the graph's code is read: an inductor backward's output code is
+    read as its `call` starts (is_frame), or here where it has compiled
+    meanwhile (a first backward() while nothing watched it)."""
+    if not isinstance(graph, BackwardOutputCode) or graph.code is not None:
+        return True
+    if graph.cls is None:
+        return False
+    compiled = compiled_backward(vars(graph.cls).get("compiled_bw"))
+    if compiled is None:
+        return False
+    try:
+        graph.load(compiled)
+    except (NoOutputCode, Exception):  # noqa: BLE001 - a torch change: read at its call
+        return False
+    return True
+
+
+def traced_holds(graph: BackwardOutputCode, file_matches: FileMatches, line: int) -> bool:
+    """Whether an inductor backward not compiled yet may compute FILE:LINE:
+    a node of the graph AOT will compile (kept by save_account) has that
+    user line. Its kernels, read when it compiles, say whether one does."""
+    cls = graph.cls
+    nodes = account_of(cls) if isinstance(cls, type) else []
+    return first_node_of(nodes, file_matches, line) is not None
 
 
 def line_nodes(graph: GraphCode) -> list:
@@ -115,6 +143,7 @@ def first_node_of(nodes: list, file_matches: FileMatches, line: int) -> str | No
 
 def code_of(graph: SteppedGraph) -> types.CodeType | None:
     """The graph's code object where torch has made it (None: lazy, not run yet)."""
+    loaded(graph)
     if graph.code is None and isinstance(graph, GraphCode) and graph.gm is not None:
         graph.code = backward._forward_code(graph.gm)
     return graph.code
@@ -125,6 +154,7 @@ def first_stop(graph: SteppedGraph, file_matches: FileMatches, line: int) -> Sto
     FILE:LINE runs: its first FX node, or the first output code step (a
     kernel) computing one of its nodes; None where the graph holds none."""
     if isinstance(graph, OutputCodeGraph):
+        loaded(graph)
         found = kernel_lines.first_stop(graph, file_matches, line)
         return None if found is None else found.step.line
     return first_node_of(line_nodes(graph), file_matches, line)
@@ -133,7 +163,7 @@ def first_stop(graph: SteppedGraph, file_matches: FileMatches, line: int) -> Sto
 def settled(graph: SteppedGraph) -> bool:
     """Whether what the graph runs is known for good: its own nodes (a
     backward's come when it compiles) and, for output code, its steps (an
-    inductor backward's, were it stepped, would come at its compile too)."""
+    inductor backward's come at its compile too)."""
     return bool(graph.nodes) and (not isinstance(graph, OutputCodeGraph) or bool(graph.steps))
 
 

@@ -175,8 +175,11 @@ class BreakpointCommands:
           FILE:LINE             where generated code enters that source line,
                                 and in each compiled graph (forward, backward)
                                 with nodes from it: before its first node (an
-                                inductor graph's forward: before the first
-                                kernel computing one)
+                                inductor graph: before the first kernel
+                                computing its work; a backward's, by the
+                                kernels inductor's comments or line map
+                                record for the line, known at its first
+                                backward())
           graph N, __compiled_fn_N[_uuid], __compiled_fn_*
                                 the call of a compiled graph, from any frame
           resume, torch_dynamo_resume_in_f*, __resume_at_*

@@ -80,15 +80,21 @@ def line_lines(number: int, line_stop: LineStop) -> list[str]:
     the kernel computes the line's nodes, those fused in named with the node
     inductor records for the kernel that they are computed for."""
     file, line = line_stop.place
+    head = f"  breakpoint {number}'s line {os.path.basename(file)}:{line}: "
+    if line_stop.linemap and line_stop.step.nodes:   # their stack traces not read here
+        return [head + "one of the lines its line map records for this kernel (the nodes "
+                "inductor names for it have no stack trace this process kept)"]
+    if line_stop.linemap:      # a backward's C++ kernel: no node named
+        return [head + "one of the lines its line map records for this kernel "
+                "(inductor names no node it computes)"]
     named = [c for c in line_stop.computes if not c.by_line]
+    if not named:      # a forward kernel whose line map trace several of the line's nodes have
+        unsure = ", ".join(c.node for c in line_stop.computes)
+        return [head + "this kernel computes work of it (inductor's line map records the line, "
+                f"not which of its nodes: {unsure})"]
     nodes = ", ".join(f"{c.node} (fused in for {c.via}, not materialized)" if c.via
                       else c.node for c in named)
-    where = f"  breakpoint {number}'s line {os.path.basename(file)}:{line}: "
-    if not named:
-        unsure = ", ".join(c.node for c in line_stop.computes)
-        return [where + "this kernel computes work of it (inductor's line map records the line, "
-                f"not which of its nodes: {unsure})"]
-    return [where + f"this kernel computes {nodes}"]
+    return [head + f"this kernel computes {nodes}"]
 
 
 def toolbar_text(tag: str, step: CodeStep, index: int, count: int) -> str:
