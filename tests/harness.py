@@ -183,3 +183,17 @@ def graph_break_code_of(run: Run) -> GraphBreakCode:
     (f, resume), (f_raw, resume_raw) = outputs["ll"], outputs["dis --raw"]
     return GraphBreakCode(parse_listing(f), parse_listing(f_raw), parse_listing(resume),
                           parse_listing(resume_raw))
+
+
+def program_cache(tmp_path_factory, name: str) -> Path:
+    """An inductor cache folder (TORCHINDUCTOR_CACHE_DIR) for the runs of one
+    test program, shared by the modules (and the xdist workers) of this
+    session that compile it: a graph there is this program's own, with its
+    line map (the machine's shared cache may hold a graph of the same shape
+    that another program compiled first), and it is compiled once a session."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent          # the session's folder, above each worker's
+    folder = Path(base, f"inductor-{name}")
+    folder.mkdir(exist_ok=True)
+    return folder

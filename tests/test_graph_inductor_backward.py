@@ -3,10 +3,11 @@ in the real CLI, on tests/programs/train_inductor_backward.py: a stop
 before the first step of its output code's `call` as the backward starts
 inside `loss.backward()`, then `s` kernel by kernel.
 
-Every run here uses one inductor cache of its own (a module's temporary
-folder): the output code the runs load is the one this process compiled,
-whose line map holds this program's stack traces (a shared cache may hold
-a graph of the same shape that another program compiled first).
+Every run here uses one inductor cache of this program's own (harness's
+program_cache, shared with test_graph_line_inductor_backward.py): the
+output code the runs load is this program's, whose line map holds its stack
+traces (the machine's shared cache may hold a graph of the same shape that
+another program compiled first).
 
 Checked against torch's own account, read in this process from one compile
 of the same model (AOT's cache off: its backward graph keeps its meta), and
@@ -42,7 +43,7 @@ from typing import NamedTuple
 
 import pytest
 
-from harness import ROOT, TIMEOUT, Run, child_env, run_dyndbg
+from harness import ROOT, TIMEOUT, Run, child_env, program_cache, run_dyndbg
 from transcript import no_traceback
 
 PROGRAM = ROOT / "tests" / "programs" / "train_inductor_backward.py"
@@ -84,7 +85,7 @@ def _program():
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("inductor-cache")
+    return program_cache(tmp_path_factory, PROGRAM.stem)
 
 
 def _user_line(trace: str | None) -> tuple[str, int] | None:

@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 import pytest
 
-from harness import ROOT, TIMEOUT, Run, child_env, run_dyndbg
+from harness import ROOT, TIMEOUT, Run, child_env, program_cache, run_dyndbg
 from transcript import no_traceback
 
 PROGRAM = ROOT / "tests" / "programs" / "train_inductor_backward.py"
@@ -40,8 +40,9 @@ SOURCE = PROGRAM.read_text().splitlines()
 LINE_RELU = next(i for i, t in enumerate(SOURCE, 1) if t.strip() == "h = torch.relu(z)")
 LINE_L1 = next(i for i, t in enumerate(SOURCE, 1) if t.strip() == "z = self.l1(x)")
 NAME = PROGRAM.name
-ENV = {"DYNDBG_TRACER": "settrace", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0",
-       "TORCHINDUCTOR_FX_GRAPH_CACHE": "0"}      # this program's own line map, compiled here
+# AOT's cache off: the backward compiled at the first backward(); inductor's
+# cache this program's own (harness.program_cache), its line map this program's
+ENV = {"DYNDBG_TRACER": "settrace", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0"}
 HEAD = re.compile(r"^\[(backward of graph 1 inductor|graph 1 inductor forward)\] "
                   r"step (\d+)/(\d+) (.*)$")
 HIT = re.compile(r"^Breakpoint (\d+) at (\S+), hit (\d+)$")
@@ -179,10 +180,11 @@ def _stops(run: Run) -> list[Stop]:
 
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Run, Account, str]:
+    env = {**ENV, "TORCHINDUCTOR_CACHE_DIR": str(program_cache(tmp_path_factory, PROGRAM.stem))}
+    run = run_dyndbg([PROGRAM, "lines"], COMMANDS, tmp_path_factory.mktemp("bw_lines"), env=env)
     plain = subprocess.Popen([sys.executable, str(PROGRAM), "lines"], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                             env=child_env(None, ENV))
-    run = run_dyndbg([PROGRAM, "lines"], COMMANDS, tmp_path_factory.mktemp("bw_lines"), env=ENV)
+                             env=child_env(None, env))
     out, err = plain.communicate(timeout=TIMEOUT)
     assert plain.returncode == 0, err[-3000:]
     no_traceback(run)
