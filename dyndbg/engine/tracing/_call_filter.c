@@ -60,9 +60,30 @@ typedef struct {
     PyObject *sink;         /* the engine: .detached */
     PyObject *events;       /* the tracer's Counter */
     FrameBook *book;
+    PyObject *graphs;       /* watched graph codes: id(code) (None: a lazy one's) -> who is told */
 } CallFilter;
 
 static PyObject *fast_start(CallFilter *self, PyFrameObject *frame);
+
+/* (is_generated below) */
+static dyndbg_truth is_generated(PyObject *generated, PyCodeObject *code);
+
+/* A watched graph's frame may start (settrace_graphs.py): its code is
+ * watched, or a lazy graph's code is not made yet (key None), so that every
+ * call is offered. Empty but while a graph is watched. */
+static dyndbg_truth
+is_watched_graph(PyObject *graphs, PyFrameObject *frame)
+{
+    if (PyDict_GET_SIZE(graphs) == 0)
+        return DYNDBG_FALSE;
+    dyndbg_truth lazy = PyDict_Contains(graphs, Py_None);
+    if (lazy != DYNDBG_FALSE)
+        return lazy;
+    PyCodeObject *code = PyFrame_GetCode(frame);      /* owned */
+    dyndbg_truth found = is_generated(graphs, code);
+    Py_DECREF(code);
+    return found;
+}
 
 /* id(code) is a generated code's */
 static dyndbg_truth
@@ -126,6 +147,8 @@ call_filter_call(CallFilter *self, PyObject *const *args, size_t nargsf, PyObjec
         return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
     if (!dyndbg_is_event(args[1], dyndbg_names.call))
         Py_RETURN_NONE;
+    if (is_watched_graph(self->graphs, (PyFrameObject *)args[0]) != DYNDBG_FALSE)
+        return dyndbg_hand_over(self->slow, args);     /* _global_trace offers it (or an error) */
     PyObject *decided = call_decision(self, (PyFrameObject *)args[0]);     /* owned */
     if (decided == NULL && !PyErr_Occurred())
         decided = fast_start(self, (PyFrameObject *)args[0]);
@@ -202,11 +225,11 @@ FILTER_TYPE(CallFilter,
             Py_VISIT(self->generated); Py_VISIT(self->prefixes); Py_VISIT(self->hooks);
             Py_VISIT(self->policy); Py_VISIT(self->slow); Py_VISIT(self->callee);
             Py_VISIT(self->starts); Py_VISIT(self->sink); Py_VISIT(self->events);
-            Py_VISIT(self->book);,
+            Py_VISIT(self->book); Py_VISIT(self->graphs);,
             Py_CLEAR(self->generated); Py_CLEAR(self->prefixes); Py_CLEAR(self->hooks);
             Py_CLEAR(self->policy); Py_CLEAR(self->slow); Py_CLEAR(self->callee);
             Py_CLEAR(self->starts); Py_CLEAR(self->sink); Py_CLEAR(self->events);
-            Py_CLEAR(self->book);)
+            Py_CLEAR(self->book); Py_CLEAR(self->graphs);)
 
 FILTER_TYPE_OBJECT(CallFilter, "_global_trace's filter (settrace.py)")
 
@@ -214,10 +237,11 @@ PyObject *
 dyndbg_call_filter(PyObject *Py_UNUSED(module), PyObject *args)
 {
     PyObject *generated, *prefixes, *hooks, *policy, *slow, *callee, *starts, *sink, *events,
-        *book;      /* borrowed */
-    if (!PyArg_ParseTuple(args, "O!O!OOOOO!OO!O!", &PyDict_Type, &generated, &PyTuple_Type,
+        *book, *graphs;      /* borrowed */
+    if (!PyArg_ParseTuple(args, "O!O!OOOOO!OO!O!O!", &PyDict_Type, &generated, &PyTuple_Type,
                           &prefixes, &hooks, &policy, &slow, &callee, &PyDict_Type, &starts,
-                          &sink, &PyDict_Type, &events, &DyndbgFrameBook_Type, &book))
+                          &sink, &PyDict_Type, &events, &DyndbgFrameBook_Type, &book,
+                          &PyDict_Type, &graphs))
         return NULL;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(prefixes); i++)
         if (!PyUnicode_Check(PyTuple_GET_ITEM(prefixes, i)))
@@ -236,6 +260,7 @@ dyndbg_call_filter(PyObject *Py_UNUSED(module), PyObject *args)
     self->sink = Py_NewRef(sink);
     self->events = Py_NewRef(events);
     self->book = (FrameBook *)Py_NewRef(book);
+    self->graphs = Py_NewRef(graphs);
     PyObject_GC_Track(self);
     return (PyObject *)self;
 }

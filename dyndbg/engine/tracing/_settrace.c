@@ -58,7 +58,7 @@ static PyMethodDef methods[] = {
     {"callee_filter", dyndbg_callee_filter, METH_O, "callee_filter(_callee_trace)"},
     {"call_filter", dyndbg_call_filter, METH_VARARGS,
      "call_filter(generated, prefixes, hooks, policy, _global_trace, callee_filter, starts, "
-     "engine, events, frame_book)"},
+     "engine, events, frame_book, graphs)"},
     {"line_filter", dyndbg_line_filter, METH_VARARGS,
      "line_filter(offsets, hot_lines, line_of, all_opcodes, done_from, checks, conditions, "
      "lock, engine, frame_book, events, line_tracer)"},

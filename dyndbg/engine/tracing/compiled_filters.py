@@ -15,7 +15,7 @@ import collections
 import sys
 import threading
 import types
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from dyndbg.dynamo import GeneratedCode
 from dyndbg.dynamo.names import RESUME_PREFIXES
@@ -52,7 +52,7 @@ class CompiledFilters:
     def __init__(self, compiled: types.ModuleType, sink: EventSink,
                  active: list[types.FrameType], thread: threading.local,
                  events: collections.Counter[str], starts: dict[int, FrameStart],
-                 python: PythonTraces) -> None:
+                 python: PythonTraces, graphs: dict[int | None, Any]) -> None:
         self._compiled = compiled
         self._sink = sink
         self._thread = thread
@@ -63,7 +63,8 @@ class CompiledFilters:
         # What sys.settrace installs: the call filter in front of the global trace.
         self.installed_trace = compiled.call_filter(
             sink.registry.by_id, RESUME_PREFIXES, sink.hooks, sink.policy, python.global_trace,
-            compiled.callee_filter(python.callee_trace), starts, sink, events, self.book)
+            compiled.callee_filter(python.callee_trace), starts, sink, events, self.book,
+            graphs)     # the watched graph codes: their calls go to the global trace
         # A frame traced for its calls: its return while continuing is booked in C.
         self.return_filter: ReturnFilter = compiled.return_filter(
             self.book, sink.policy, sink, events, sink.on_idle, python.local_trace)

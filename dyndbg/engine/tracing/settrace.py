@@ -79,7 +79,8 @@ class SettraceTracer(MechanismBase):
         compiled = cores.settrace()
         self._filters = None if compiled is None else CompiledFilters(
             compiled, sink, self.active, self._thread, self.events, self._starts,
-            PythonTraces(self._global_trace, self._callee_trace, self._local_trace, self._fail))
+            PythonTraces(self._global_trace, self._callee_trace, self._local_trace, self._fail),
+            self._graph_codes)
         self._installed_trace = self._global_trace if self._filters is None else \
             self._filters.installed_trace
 
@@ -159,35 +160,21 @@ class SettraceTracer(MechanismBase):
         pass  # a frame that stops is traced: its return event comes
 
     def watch_graph(self, code: types.CodeType | None, events: GraphEvents) -> bool:
-        """In this thread. The compiled core's call filter answers in C every
-        call of code that is not generated, so while a graph is watched the
-        Python trace function is installed in front instead (what the filter
-        hands its slow path to anyway); the filter would need this table
-        (_call_filter.c) to stay in front. While any code is watched the
-        trace stays in this thread with no traced frame (`catch backward`
-        watches code that runs outside generated code): the watch counts as
-        one of the thread's frames, which both cores read before removing it."""
+        """In this thread. The compiled core's call filter hands the calls of
+        watched codes (every call, while a lazy graph's code is not made) to
+        the global trace, and answers the others in C. While any code is
+        watched the trace stays in this thread with no traced frame (`catch
+        backward` watches code that runs outside generated code): the watch
+        counts as one of the thread's frames, which both cores read before
+        removing it."""
         if self._graphs.watch(code, events):
             self._thread.frames += 1
         self._install()
-        thread = self._thread
-        if self._filters is not None and thread.installed and not thread.suspended:
-            sys.settrace(self._global_trace)
         return True
 
     def unwatch_graph(self, code: types.CodeType | None) -> None:
-        thread = self._thread
         if self._graphs.unwatch(code):
-            thread.frames = max(0, thread.frames - 1)
-        if self._filters is not None and not self._graph_codes and thread.installed \
-                and not thread.suspended and sys.gettrace() == self._global_trace:
-            sys.settrace(self._installed_trace)
-
-    def _front(self):
-        """The trace function to install: the compiled core's filter, or the
-        Python one while a graph is watched (see watch_graph)."""
-        return self._global_trace if self._graph_codes and self._filters is not None \
-            else self._installed_trace
+            self._thread.frames = max(0, self._thread.frames - 1)
 
     def step_into(self, frames: list[types.FrameType]) -> None:
         for frame in frames:    # this thread's (set_trace, Ctrl-C in the main thread)
@@ -210,7 +197,7 @@ class SettraceTracer(MechanismBase):
         thread = self._thread
         thread.suspended = max(0, thread.suspended - 1)
         if thread.installed and not thread.suspended:
-            sys.settrace(self._front())
+            sys.settrace(self._installed_trace)
         elif not thread.suspended and self._graphs.pinned == threading.get_ident():
             self._install()     # a graph watched while dynamo compiled: seen from now on
 
@@ -219,7 +206,7 @@ class SettraceTracer(MechanismBase):
         thread = self._thread
         if not thread.installed and not thread.suspended:
             thread.installed = True
-            sys.settrace(self._front())
+            sys.settrace(self._installed_trace)
 
     def _uninstall(self) -> None:
         if self._thread.installed:
