@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness import ROOT, Run, run_dyndbg, run_plain
-from test_into_graph import _segments
-from transcript import no_traceback
+from transcript import graph_segments as _segments, no_traceback
 
 PROGRAM = ROOT / "tests" / "programs" / "nan_graph.py"
 CAUGHT = re.compile(r"^Catchpoint (\d+) \(nan\), hit (\d+): node (\S+) of graph (\d+) made (.*)$")

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from harness import ROOT, Run, run_dyndbg, run_plain
-from test_into_graph import _numbers, _segments
-from transcript import no_traceback
+from test_into_graph import _numbers
+from transcript import graph_segments as _segments, no_traceback
 
 PROGRAM = ROOT / "tests" / "programs" / "train_backward.py"
 CORES = ["python", "c"]

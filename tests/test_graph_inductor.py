@@ -19,7 +19,6 @@ same output code from inductor's cache, so stepping compiles nothing more):
 """
 from __future__ import annotations
 
-import ast
 import dis
 import importlib.util
 import os
@@ -30,14 +29,12 @@ from typing import NamedTuple
 import pytest
 
 from harness import ROOT, Run, run_dyndbg, run_plain
-from transcript import no_traceback
+from output_code import call_steps
+from transcript import graph_segments, no_traceback
 
 PROGRAM = ROOT / "tests" / "programs" / "into_graph.py"
 ENV = {"DYNDBG_CORE": "python", "DYNDBG_TRACER": "settrace"}
 HEAD = re.compile(r"^\[graph 1 inductor forward\] step (\d+)/(\d+) (.*)$")
-GRAPH_PROMPT = "(dyndbg graph) "
-PROMPT = "(dyndbg) "
-SOURCE_NODES = re.compile(r"Source Nodes: \[([^\]]*)\]")
 
 
 def _key(trace: str | None) -> str:
@@ -77,11 +74,6 @@ def _program():
     return module
 
 
-def _call_function(source: str) -> ast.FunctionDef:
-    tree = ast.parse(source)
-    return next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "call")
-
-
 @pytest.fixture(scope="module")
 def account() -> Account:  # slow: one inductor compile
     import torch
@@ -107,26 +99,14 @@ def account() -> Account:  # slow: one inductor compile
     source = Path(module.__file__).read_text()
     lines, traces = PyCodeCache.linemaps.get(module.__file__) or ((), ())
     linemap = list(zip(lines, traces))
-    kernel_names = set(re.findall(r"^(\w+) = async_compile\.", source, re.M))
-    call = _call_function(source)
-    text = source.splitlines()
     stops: list[int] = []
     kernels: list[Kernel] = []
-    for stmt in ast.walk(call):
-        if not isinstance(stmt, (ast.Expr, ast.Assign, ast.Return)):
-            continue
-        line = text[stmt.lineno - 1].strip()
-        callee = re.match(r"(?:\w+ = )?([\w.]+)\(", line)
-        name = callee[1] if callee else ""
-        if isinstance(stmt, ast.Return) or name.startswith(("empty_strided", "reinterpret_tensor")):
-            stops.append(stmt.lineno)
-        elif name.startswith("extern_kernels.") or name.removesuffix(".run") in kernel_names:
-            stops.append(stmt.lineno)
-            comment = SOURCE_NODES.search(text[stmt.lineno - 2]) if text[stmt.lineno - 2].strip().startswith("#") else None
+    for step in call_steps(source):
+        stops.append(step.line)
+        if step.kernel:
             previous = kernels[-1].line if kernels else 0
-            kernels.append(Kernel(stmt.lineno, name.removesuffix(".run"),
-                                  tuple(n.strip() for n in comment[1].split(",")) if comment else None,
-                                  tuple(_key(t) for at, t in linemap if previous < at <= stmt.lineno)))
+            kernels.append(Kernel(step.line, step.name, step.comment,
+                                  tuple(_key(t) for at, t in linemap if previous < at <= step.line)))
     stops.sort()
     nodes = {n.name: n for n in graphs[0].graph.nodes}
     with torch.no_grad():
@@ -138,19 +118,6 @@ def account() -> Account:  # slow: one inductor compile
     computing = sorted(n for n, node in nodes.items() if node.op not in ("placeholder", "output"))
     assert computing == sorted(eager), f"the program's graph has other nodes now: {computing}"
     return Account(module, source, stops, kernels, nodes, eager)
-
-
-def _segments(text: str) -> list[tuple[str, list[str]]]:
-    found: list[tuple[str, list[str]]] = []
-    for line in text.splitlines():
-        for prompt in (GRAPH_PROMPT, PROMPT):
-            if line.startswith(prompt):
-                found.append((line[len(prompt):], []))
-                break
-        else:
-            if found:
-                found[-1][1].append(line)
-    return found
 
 
 def _user_line(node) -> str:
@@ -187,7 +154,7 @@ def stepped(account: Account, tmp_path_factory: pytest.TempPathFactory) -> tuple
     run = run_dyndbg([PROGRAM, "inductor"], commands, tmp_path_factory.mktemp("inductor"), env=ENV)
     no_traceback(run)
     assert run.returncode == 0, run.stderr[-3000:]
-    return run, _segments(run.transcript)
+    return run, graph_segments(run.transcript)
 
 
 def _named(account: Account, kernel: Kernel) -> tuple[str, ...]:

@@ -32,7 +32,6 @@ process: the comments' names as written, lines from the line map).
 """
 from __future__ import annotations
 
-import ast
 import importlib.util
 import os
 import re
@@ -44,14 +43,13 @@ from typing import NamedTuple
 import pytest
 
 from harness import ROOT, TIMEOUT, Run, child_env, program_cache, run_dyndbg
-from transcript import no_traceback
+from output_code import call_steps
+from transcript import graph_segments, no_traceback
 
 PROGRAM = ROOT / "tests" / "programs" / "train_inductor_backward.py"
 HEAD = re.compile(r"^\[backward of graph 1 inductor\] step (\d+)/(\d+) (.*)$")
 CAUGHT = re.compile(r"^Catchpoint 1 \(backward\), hit (\d+): backward of graph 1 starts$")
 PLACE = re.compile(r"^  grad of (\S+):(\d+): (.*)$")
-SOURCE_NODES = re.compile(r"Source Nodes: \[([^\]]*)\]")
-PROMPTS = ("(dyndbg graph) ", "(dyndbg) ")
 NOT_NAMED = "  computes nodes inductor does not name; lines its line map records for them:"
 
 pytestmark = pytest.mark.slow       # inductor compiles: one here, cached ones in the runs
@@ -123,26 +121,12 @@ def account(cache: Path) -> Account:
     (file,) = files
     source = Path(file).read_text()
     lines, traces = PyCodeCache.linemaps.get(file) or ((), ())
-    kernel_names = set(re.findall(r"^(\w+) = async_compile\.", source, re.M))
-    call = next(n for n in ast.walk(ast.parse(source))
-                if isinstance(n, ast.FunctionDef) and n.name == "call")
-    text = source.splitlines()
     stops: list[int] = []
     kernels: list[Kernel] = []
-    for stmt in ast.walk(call):
-        if not isinstance(stmt, (ast.Expr, ast.Assign, ast.Return)):
-            continue
-        statement = text[stmt.lineno - 1].strip()
-        callee = re.match(r"(?:\w+ = )?([\w.]+)\(", statement)
-        name = callee[1] if callee else ""
-        if isinstance(stmt, ast.Return) or name.startswith(("empty_strided", "reinterpret_tensor")):
-            stops.append(stmt.lineno)
-        elif name.startswith("extern_kernels.") or name.removesuffix(".run") in kernel_names:
-            stops.append(stmt.lineno)
-            above = text[stmt.lineno - 2].strip()
-            comment = SOURCE_NODES.search(above) if above.startswith("#") else None
-            kernels.append(Kernel(stmt.lineno, name.removesuffix(".run"),
-                                  tuple(n.strip() for n in comment[1].split(",")) if comment else None))
+    for step in call_steps(source):
+        stops.append(step.line)
+        if step.kernel:
+            kernels.append(Kernel(step.line, step.name, step.comment))
     stops.sort()
     kernels.sort()
     aliases = {}
@@ -156,17 +140,6 @@ def account(cache: Path) -> Account:
     eager_model(x, y).backward()
     eager = {name: p.grad.clone() for name, p in eager_model.named_parameters()}
     return Account(source, stops, kernels, list(zip(lines, traces)), nodes, aliases, outputs, eager)
-
-
-def _segments(text: str) -> list[tuple[str, list[str]]]:
-    found: list[tuple[str, list[str]]] = []
-    for line in text.splitlines():
-        prompt = next((p for p in PROMPTS if line.startswith(p)), None)
-        if prompt is not None:
-            found.append((line[len(prompt):], []))
-        elif found:
-            found[-1][1].append(line)
-    return found
 
 
 def _plain(cache: Path, args: list[str], env: dict[str, str | None]) -> subprocess.CompletedProcess:
@@ -236,7 +209,7 @@ def lazy(account: Account, cache: Path, plain: subprocess.CompletedProcess,
     """AOT's cache off: the first backward() compiles the backward."""
     env: dict[str, str | None] = {"TORCHINDUCTOR_AUTOGRAD_CACHE": "0"}
     run = _run(cache, ["train"], _commands(account), tmp_path_factory.mktemp("lazy"), env)
-    return Session(run, _segments(run.transcript), plain)
+    return Session(run, graph_segments(run.transcript), plain)
 
 
 @pytest.fixture(scope="module")
@@ -246,7 +219,7 @@ def cached(account: Account, cache: Path, plain: subprocess.CompletedProcess,
     is compiled before it runs."""
     env: dict[str, str | None] = {"TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
     run = _run(cache, ["train"], _commands(account), tmp_path_factory.mktemp("cached"), env)
-    return Session(run, _segments(run.transcript), plain)
+    return Session(run, graph_segments(run.transcript), plain)
 
 
 def _first_run(session: Session) -> list[tuple[str, list[str]]]:
@@ -407,7 +380,7 @@ def test_catch_nan_stops_after_the_backward_kernel_that_made_it(
     assert model.l1.weight.grad.isnan().any()
     env: dict[str, str | None] = {"TORCHINDUCTOR_AUTOGRAD_CACHE": "0"}
     run = _run(cache, ["nan"], ["catch nan", "c", "l", "s", "r"], tmp_path, env)
-    segments = _segments(run.transcript)
+    segments = graph_segments(run.transcript)
     lines = segments[1][1]
     head = re.match(r"^Catchpoint 1 \(nan\), hit 1: kernel (\S+) of graph 1 made nan", lines[0])
     assert head is not None, run.transcript[-3000:]

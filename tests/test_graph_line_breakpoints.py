@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness import ROOT, Run, run_dyndbg, run_plain
-from test_into_graph import _segments
-from transcript import no_traceback
+from transcript import graph_segments as _segments, no_traceback
 
 PROGRAM = ROOT / "tests" / "programs" / "graph_lines.py"
 ACCOUNT_START, ACCOUNT_END = "--- torch's account ---", "--- end ---"

@@ -18,7 +18,6 @@ run.
 """
 from __future__ import annotations
 
-import ast
 import json
 import os
 import re
@@ -28,7 +27,8 @@ from typing import NamedTuple
 import pytest
 
 from harness import ROOT, Run, run_dyndbg, run_plain
-from transcript import no_traceback
+from output_code import call_steps
+from transcript import graph_segments, no_traceback
 
 PROGRAM = ROOT / "tests" / "programs" / "inductor_lines.py"
 SOURCE = PROGRAM.read_text().splitlines()
@@ -39,8 +39,6 @@ NAME = PROGRAM.name
 ENV = {"DYNDBG_TRACER": "settrace"}
 HEAD = re.compile(r"^\[graph (\d+) inductor forward\] step (\d+)/(\d+) (.*)$")
 HIT = re.compile(r"^Breakpoint (\d+) at (\S+), hit (\d+)$")
-SOURCE_NODES = re.compile(r"Source Nodes: \[([^\]]*)\]")
-PROMPTS = ("(dyndbg graph) ", "(dyndbg) ")
 
 
 def _key(trace: str) -> str:
@@ -82,36 +80,22 @@ class Account:
                                           named - set(self.nodes))
 
     def _kernels(self, source: str, linemap: list) -> list[Kernel]:
-        text = source.splitlines()
-        defined = set(re.findall(r"^(\w+) = async_compile\.", source, re.M))
-        call = next(n for n in ast.walk(ast.parse(source))
-                    if isinstance(n, ast.FunctionDef) and n.name == "call")
         self.steps: list[int] = []      # lines of `call` a stop can come before, in order
         kernels: list[Kernel] = []
-        for stmt in call.body:
-            if not isinstance(stmt, (ast.Expr, ast.Assign, ast.Return)):
+        for step in call_steps(source):
+            self.steps.append(step.line)
+            if not step.kernel:
                 continue
-            statement = text[stmt.lineno - 1].strip()
-            callee = re.match(r"(?:\w+ = )?([\w.]+)\(", statement)
-            name = callee[1].removesuffix(".run") if callee else ""
-            if isinstance(stmt, ast.Return) or name.startswith(("empty_strided",
-                                                                 "reinterpret_tensor")):
-                self.steps.append(stmt.lineno)
-            elif name.startswith("extern_kernels.") or name in defined:
-                self.steps.append(stmt.lineno)
-                above = text[stmt.lineno - 2].strip()
-                comment = SOURCE_NODES.search(above) if above.startswith("#") else None
-                if comment:
-                    named = tuple(n.strip() for n in comment[1].split(","))
-                    how = "comment"
-                else:
-                    previous = kernels[-1].line if kernels else 0
-                    traces = {_key(t) for at, t in linemap if previous < at <= stmt.lineno}
-                    named = tuple(n for n, node in self.nodes.items()
-                                  if node["op"] not in ("placeholder", "output")
-                                  and _key(node["trace"]) in traces)
-                    how = "line map"
-                kernels.append(Kernel(stmt.lineno, name, statement, named, how))
+            if step.comment is not None:
+                named, how = step.comment, "comment"
+            else:
+                previous = kernels[-1].line if kernels else 0
+                traces = {_key(t) for at, t in linemap if previous < at <= step.line}
+                named = tuple(n for n, node in self.nodes.items()
+                              if node["op"] not in ("placeholder", "output")
+                              and _key(node["trace"]) in traces)
+                how = "line map"
+            kernels.append(Kernel(step.line, step.name, step.text, named, how))
         return kernels
 
     def line_nodes(self, line: int) -> list[str]:
@@ -151,20 +135,10 @@ class Stop(NamedTuple):
     lines: list[str]
 
 
-def _segments(text: str) -> list[tuple[str, list[str]]]:
-    found: list[tuple[str, list[str]]] = []
-    for line in text.splitlines():
-        prompt = next((p for p in PROMPTS if line.startswith(p)), None)
-        if prompt is not None:
-            found.append((line[len(prompt):], []))
-        elif found:
-            found[-1][1].append(line)
-    return found
-
 
 def _stops(run: Run) -> list[Stop]:
     out = []
-    for command, lines in _segments(run.transcript):
+    for command, lines in graph_segments(run.transcript):
         head = next((HEAD.match(t) for t in lines if HEAD.match(t)), None)
         if head is None:
             continue
@@ -205,7 +179,7 @@ def test_a_pending_breakpoint_resolves_to_the_inductor_graph(session) -> None:
     for number in (1, 2, 3):
         setting = next(t for t in lines if t.startswith(f"Breakpoint {number} at "))
         assert "(pending: " in setting, setting
-    listing = next(out for command, out in _segments(run.transcript) if command == "b")
+    listing = next(out for command, out in graph_segments(run.transcript) if command == "b")
     where = f"[resolved: in graph {account.number} inductor forward]"
     for number, line in ((1, LINE_FUSED), (2, LINE_MM), (3, LINE_SUM)):
         row = next(t for t in listing if t.startswith(f"{number} "))
@@ -269,12 +243,12 @@ def test_conditions_ignore_and_disable_count_hits(session) -> None:
     ignored. 1.1 disabled keeps its hits."""
     run, account = session
     assert "Error in condition" not in run.transcript
-    refused = next(out for command, out in _segments(run.transcript) if command == "b 3")
+    refused = next(out for command, out in graph_segments(run.transcript) if command == "b 3")
     assert refused == ["*** INDEX and @OFFSET name an instruction of the generated code stopped "
                        "at: the program is not stopped in generated code"], refused
     (mm,) = {k for n in account.line_nodes(LINE_MM) for k, via in account.computing(n)}
     assert mm.line < account.first_kernel(LINE_SUM).line and "a" in mm.named
-    listing = next(out for command, out in _segments(run.transcript) if command == "b")
+    listing = next(out for command, out in graph_segments(run.transcript) if command == "b")
     rows = {t.split()[0]: t for t in listing[1:]}
     assert re.search(r"hit 2 times$", rows["1"]) and re.match(
         rf"^1\.1\s+disabled\s+graph {account.number} inductor forward\s+hit 2 times$",

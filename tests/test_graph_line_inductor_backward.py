@@ -21,7 +21,6 @@ that one's). The program's output is that of a plain run.
 """
 from __future__ import annotations
 
-import ast
 import json
 import os
 import re
@@ -33,7 +32,8 @@ from typing import NamedTuple
 import pytest
 
 from harness import ROOT, TIMEOUT, Run, child_env, program_cache, run_dyndbg
-from transcript import no_traceback
+from output_code import call_steps
+from transcript import graph_segments, no_traceback
 
 PROGRAM = ROOT / "tests" / "programs" / "train_inductor_backward.py"
 SOURCE = PROGRAM.read_text().splitlines()
@@ -46,8 +46,6 @@ ENV = {"DYNDBG_TRACER": "settrace", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0"}
 HEAD = re.compile(r"^\[(backward of graph 1 inductor|graph 1 inductor forward)\] "
                   r"step (\d+)/(\d+) (.*)$")
 HIT = re.compile(r"^Breakpoint (\d+) at (\S+), hit (\d+)$")
-SOURCE_NODES = re.compile(r"Source Nodes: \[([^\]]*)\]")
-PROMPTS = ("(dyndbg graph) ", "(dyndbg) ")
 BACKWARD = "backward of graph 1 inductor"
 
 COMMANDS = [f"b {NAME}:{LINE_RELU}",     # 1: the forward compiled, its backward not yet
@@ -88,28 +86,13 @@ class Account:
         (module,) = data["modules"]
         self.source = Path(module["file"]).read_text()
         self.linemap = [(at, t) for at, t in module["linemap"]]
-        text = self.source.splitlines()
-        defined = set(re.findall(r"^(\w+) = async_compile\.", self.source, re.M))
-        call = next(n for n in ast.walk(ast.parse(self.source))
-                    if isinstance(n, ast.FunctionDef) and n.name == "call")
         self.kernels: list[Kernel] = []
         self.steps: list[int] = []
-        for stmt in call.body:
-            if not isinstance(stmt, (ast.Expr, ast.Assign, ast.Return)):
-                continue
-            statement = text[stmt.lineno - 1].strip()
-            callee = re.match(r"(?:\w+ = )?([\w.]+)\(", statement)
-            name = callee[1].removesuffix(".run") if callee else ""
-            if isinstance(stmt, ast.Return) or name.startswith(("empty_strided",
-                                                                 "reinterpret_tensor")):
-                self.steps.append(stmt.lineno)
-            elif name.startswith("extern_kernels.") or name in defined:
-                self.steps.append(stmt.lineno)
-                above = text[stmt.lineno - 2].strip()
-                found = SOURCE_NODES.search(above) if above.startswith("#") else None
-                comment = tuple(n.strip() for n in found[1].split(",")) if found else None
-                self.kernels.append(Kernel(stmt.lineno, statement, comment,
-                                           name.startswith("extern_kernels.")))
+        for step in call_steps(self.source):
+            self.steps.append(step.line)
+            if step.kernel:
+                self.kernels.append(Kernel(step.line, step.text, step.comment,
+                                           step.name.startswith("extern_kernels.")))
 
     def trace_of(self, name: str) -> str | None:
         node = self.nodes.get(name) or self.nodes.get(self.aliases.get(name, ""))
@@ -146,16 +129,6 @@ class Account:
         raise AssertionError(f"no backward kernel computes line {line}")
 
 
-def _segments(text: str) -> list[tuple[str, list[str]]]:
-    found: list[tuple[str, list[str]]] = []
-    for line in text.splitlines():
-        prompt = next((p for p in PROMPTS if line.startswith(p)), None)
-        if prompt is not None:
-            found.append((line[len(prompt):], []))
-        elif found:
-            found[-1][1].append(line)
-    return found
-
 
 class Stop(NamedTuple):
     command: str
@@ -168,7 +141,7 @@ class Stop(NamedTuple):
 
 def _stops(run: Run) -> list[Stop]:
     out = []
-    for command, lines in _segments(run.transcript):
+    for command, lines in graph_segments(run.transcript):
         head = next((m for m in map(HEAD.match, lines) if m), None)
         if head is None:
             continue
@@ -201,7 +174,7 @@ def test_the_backward_is_a_location_found_when_it_compiles(session) -> None:
     run prints."""
     run, account, plain = session
     assert run.stdout == plain
-    listings = [out for command, out in _segments(run.transcript) if command == "b"]
+    listings = [out for command, out in graph_segments(run.transcript) if command == "b"]
     assert len(listings) == 2, listings
     for number in (1, 2):
         before = next(t for t in listings[0] if t.strip().startswith(f"{number}.2 "))

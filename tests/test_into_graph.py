@@ -25,14 +25,12 @@ from pathlib import Path
 import pytest
 
 from harness import ROOT, Run, run_dyndbg, run_plain
-from transcript import no_traceback
+from transcript import graph_segments, no_traceback
 
 PROGRAM = ROOT / "tests" / "programs" / "into_graph.py"
 CORES = ["python", "c"]
 MECHANISMS = ["settrace", "monitoring"] if hasattr(sys, "monitoring") else ["settrace"]
 HEAD = re.compile(r"^\[graph (\d+) (\S+) forward\] node (\d+)/(\d+) (\S+): (.*)$")
-GRAPH_PROMPT = "(dyndbg graph) "
-PROMPT = "(dyndbg) "
 
 
 class Account:
@@ -91,17 +89,6 @@ def _env(mechanism: str, core: str = "python") -> dict[str, str | None]:
     return {"DYNDBG_CORE": core, "DYNDBG_TRACER": mechanism}
 
 
-def _segments(text: str) -> list[tuple[str, list[str]]]:
-    found: list[tuple[str, list[str]]] = []
-    for line in text.splitlines():
-        for prompt in (GRAPH_PROMPT, PROMPT):
-            if line.startswith(prompt):
-                found.append((line[len(prompt):], []))
-                break
-        else:
-            if found:
-                found[-1][1].append(line)
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +114,7 @@ def stepped(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     if core == "c" and "compiled core" in run.transcript:
         pytest.skip("the compiled core is not built here")
     assert run.returncode == 0, run.stderr[-3000:]
-    return run, _segments(run.transcript)
+    return run, graph_segments(run.transcript)
 
 
 def test_eager_graph_stops_before_each_node_at_torchs_user_line(stepped, account: Account) -> None:
@@ -203,7 +190,7 @@ def test_a_backend_with_no_way_in_is_stepped_over_in_one_line(mechanism: str, tm
     notes = [line for line in run.transcript.splitlines() if "gives no way in" in line]
     assert notes == ["dyndbg: graph 3's backend (wrapped_call) gives no way in; stepping over"], \
         run.transcript[-3000:]
-    after = _segments(run.transcript)[-2]
+    after = graph_segments(run.transcript)[-2]
     assert after[0] == "s" and after[1][1].startswith("> g ["), after
     for line in plain.stdout.splitlines():
         if line.startswith(("f:", "g:")):
@@ -227,7 +214,7 @@ def test_aot_eager_forward_steps_at_torchs_lines_then_r_returns(mechanism: str, 
     no_traceback(run)
     if core == "c" and "compiled core" in run.transcript:
         pytest.skip("the compiled core is not built here")
-    segments = _segments(run.transcript)
+    segments = graph_segments(run.transcript)
     heads = [lines for command, lines in segments if command == "s"
              and lines and HEAD.match(lines[0])]
     assert len(heads) == 3, run.transcript[-3000:]
@@ -280,7 +267,7 @@ def test_an_exception_inside_the_graph_ends_it_at_the_call(mechanism: str, tmp_p
     run = run_dyndbg(program, commands + ["c"], tmp_path, env=_env(mechanism))
     no_traceback(run)
     assert (run.stdout, run.returncode) == (plain.stdout, 0)
-    segments = _segments(run.transcript)
+    segments = graph_segments(run.transcript)
     heads = [HEAD.match(lines[0]) for command, lines in segments if command == "s" and lines]
     assert [m[5] if m else None for m in heads] == ["sin", "y", "getitem", None], \
         run.transcript[-3000:]
@@ -309,7 +296,7 @@ def test_sys_monitoring_leaves_the_graphs_code_as_it_was(tmp_path: Path) -> None
                      env={"DYNDBG_TRACER": None})
     no_traceback(run)
     assert run.returncode == 0, run.stderr[-3000:]
-    segments = _segments(run.transcript)
+    segments = graph_segments(run.transcript)
     assert [lines for command, lines in segments if command == events] == [["[0]"], ["[0, 0]"]], \
         run.transcript[-3000:]
     entered = [HEAD.match(lines[0]) for command, lines in segments if command == "s"]

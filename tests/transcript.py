@@ -29,6 +29,22 @@ def segments(transcript: str) -> list[Segment]:
     return found
 
 
+GRAPH_PROMPT = "(dyndbg graph) "
+
+
+def graph_segments(transcript: str) -> list[tuple[str, list[str]]]:
+    """(command, what it printed) at both prompts: the generated code's and
+    the one inside a compiled graph."""
+    found: list[tuple[str, list[str]]] = []
+    for line in transcript.splitlines():
+        prompt = next((p for p in (GRAPH_PROMPT, PROMPT) if line.startswith(p)), None)
+        if prompt is not None:
+            found.append((line[len(prompt):], []))
+        elif found:
+            found[-1][1].append(line)
+    return found
+
+
 def stops_in(lines: list[str]) -> list[dict]:
     """The stops in some output lines, with the breakpoints and catchpoints reported."""
     stops: list[dict] = []
