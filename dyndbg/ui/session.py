@@ -20,7 +20,7 @@ from dyndbg.ui.commands.host import Family, PastView, Reader
 from dyndbg.ui.commands.looking import LookingCommands
 from dyndbg.ui.text.parsing import CommandError, expand_aliases, leading_word, split_commands
 from dyndbg.ui.terminal.reader import (KernelReader, ScriptedReader, TerminalReader, in_kernel,
-                              is_terminal, printable)
+                              is_terminal, line_terminal_io, printable)
 from dyndbg.ui.commands.running import RunningCommands
 from dyndbg.ui.commands.settings import SessionCommands
 from dyndbg.ui.stop_printer import StopPrinter
@@ -40,15 +40,6 @@ if TYPE_CHECKING:
     from dyndbg.engine.debugger import Engine
     from dyndbg.dynamo.symbolic import SymbolicState
     from dyndbg.engine.stop import CompileStop, GraphStop
-
-
-def _line_terminal_io() -> tuple:
-    """The terminal read a line at a time (terminal/typeahead.py), or prompt-toolkit's own."""
-    try:
-        from dyndbg.ui.terminal.typeahead import line_terminal_io
-    except ImportError:   # no termios: not a POSIX system
-        return None, None
-    return line_terminal_io()
 
 
 class CommandOutput(NamedTuple):
@@ -128,7 +119,7 @@ class Session(StopView):
             from dyndbg.ui.terminal.completion import DebuggerCompleter  # loads prompt-toolkit
             self.reader = PromptReader(self.write, DebuggerCompleter(self),
                                        self.printer.toolbar_text,
-                                       *(terminal_io or _line_terminal_io()))
+                                       *(terminal_io or line_terminal_io()))
         elif terminal:
             self.reader = TerminalReader(self.write)
         else:

@@ -111,3 +111,13 @@ def is_terminal(out: TextIO) -> bool:
         return stdin is not None and stdin.isatty() and out.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def line_terminal_io() -> tuple:
+    """The terminal read a line at a time (typeahead.py), or prompt-toolkit's own
+    where that cannot be (None, None)."""
+    try:
+        from dyndbg.ui.terminal.typeahead import line_terminal_io as typeahead_io
+    except ImportError:   # no termios: not a POSIX system
+        return None, None
+    return typeahead_io()
