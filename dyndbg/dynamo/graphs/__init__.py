@@ -6,9 +6,12 @@
 - checks: `graph capture | run | bisect | values`
 - node_values, bisect, repro: each node's value eagerly, the first that differs, a script for it
 - stepping: the code a graph runs as (eager, aot_eager), its line for each FX node
-- output_code, inductor_steps: an inductor graph's output code, step by step, and its buffers
-- backward: AOT autograd's compiled backward (where autograd runs it, whose graph it is)
-- line_places: the nodes of a user's line, for `b FILE:LINE` inside graphs
+- compiled_fx, output_code, inductor_steps: inductor's CompiledFxGraph behind a graph, its
+  output code, step by step, and its buffers
+- backward, inductor_backward: AOT autograd's compiled backward (where autograd runs it, whose
+  graph it is), and inductor's, step by step
+- line_places, kernel_lines: the nodes of a user's line, and the kernels computing it, for
+  `b FILE:LINE` inside graphs
 (the stepping modules are imported where used, not here: they are not the
 face the commands above use)
 """

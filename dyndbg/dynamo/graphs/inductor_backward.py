@@ -12,7 +12,7 @@ Measured on torch 2.13 (2.14 and 2.15 read the same in their sources):
   `CompiledFunction.compiled_bw = ...`); where AOT's cache had the graph it
   is set when the forward is compiled. Either way the `call` code object
   is only known once it is set: `BackwardOutputCode.is_frame` recognizes
-  its frame as it starts (the frame's code is `_call_code(compiled_bw)`).
+  its frame as it starts (the frame's code is `call_code(compiled_bw)`).
 - The backward graph AOT traced is `CompiledFunction._lazy_backward_info.
   bw_module` (an AutogradLazyBackwardCompileInfo), its nodes with the
   forward's `stack_trace`, `seq_nr` and, for nodes recomputed from the
@@ -47,8 +47,9 @@ import types
 import weakref
 from dataclasses import dataclass, field
 
+from dyndbg.dynamo.graphs.compiled_fx import call_code
 from dyndbg.dynamo.graphs.inductor_steps import (NodePlace, NoOutputCode, OutputCodeGraph,
-                                                 Where, _call_code, _computes)
+                                                 Where, _computes)
 from dyndbg.dynamo.graphs.lookup import _neighbours, node_frame
 from dyndbg.dynamo.graphs.output_code import CodeStep, StepKind, parse, trace_key, with_provenance
 
@@ -132,7 +133,7 @@ class BackwardOutputCode(OutputCodeGraph):
         if code.co_name != "call" or self.cls is None:
             return False
         compiled = compiled_backward(vars(self.cls).get("compiled_bw"))
-        if compiled is None or _call_code(compiled) is not code:
+        if compiled is None or call_code(compiled) is not code:
             return False
         try:
             self.load(compiled)
@@ -142,7 +143,7 @@ class BackwardOutputCode(OutputCodeGraph):
 
     def load(self, compiled: object) -> None:
         """Read the output code of `compiled` (NoOutputCode where it cannot be stepped)."""
-        code = _call_code(compiled)
+        code = call_code(compiled)
         source = getattr(compiled, "source_code", None)
         label = f"backward of graph {self.number}"
         if code is None or not isinstance(source, str):

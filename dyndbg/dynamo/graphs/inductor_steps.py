@@ -24,53 +24,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
 
+from dyndbg.dynamo.graphs.compiled_fx import call_code, compiled_forward
 from dyndbg.dynamo.graphs.lookup import node_frame
 from dyndbg.dynamo.graphs.output_code import (CodeStep, KernelKind, StepKind, parse, trace_key,
                                                with_provenance)
 
-_SEARCH_LIMIT = 300
-
-
 class NoOutputCode(Exception):
     """An inductor graph whose output code cannot be stepped (one line)."""
-
-
-def compiled_forward(value: object) -> object | None:
-    """Inductor's CompiledFxGraph of the forward behind a graph global."""
-    from dyndbg.dynamo.graphs.lookup import _neighbours
-    import torch.fx
-
-    seen: set[int] = set()
-    queue: list[object] = [value]
-    while queue and len(seen) < _SEARCH_LIMIT:
-        obj = queue.pop(0)
-        if id(obj) in seen:
-            continue
-        seen.add(id(obj))
-        if type(obj).__name__ == "CompiledFxGraph":
-            return obj
-        if isinstance(obj, torch.fx.GraphModule):
-            continue
-        if isinstance(obj, type):      # AOT's CompiledFunction: the forward only
-            fw = vars(obj).get("compiled_fw")
-            if fw is not None:
-                queue.append(fw)
-            continue
-        queue.extend(_neighbours(obj))
-    return None
-
-
-def _call_code(compiled: object) -> types.CodeType | None:
-    runner = getattr(compiled, "compiled_fn_runner", None)
-    call = getattr(type(runner), "call", None) if runner is not None else None
-    if isinstance(call, types.FunctionType):
-        return call.__code__
-    current = getattr(compiled, "current_callable", None)
-    if isinstance(current, types.MethodType):
-        current = current.__func__
-    if isinstance(current, types.FunctionType) and current.__name__ == "call":
-        return current.__code__
-    return None
 
 
 class BufferState(Enum):
@@ -396,7 +356,7 @@ def inductor_graph(name: str, number: int, value: object, backend: str, gm: obje
         # cudagraph_post_compile wrapped `call` in cudagraphify: replays run no Python (not run here)
         raise NoOutputCode(f"graph {number} runs as a CUDA graph replay (mode=\"reduce-overhead\"): "
                            "no kernels to step between")
-    code = _call_code(compiled)
+    code = call_code(compiled)
     source = getattr(compiled, "source_code", None)
     if code is None or not isinstance(source, str):
         raise NoOutputCode(f"graph {number}: inductor's output code has no `call` to step here")
