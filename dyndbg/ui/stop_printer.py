@@ -11,7 +11,7 @@ from dyndbg.dynamo.graphs.stepping import node_step
 from dyndbg.ui.commands import kernel_stops
 from dyndbg.engine.stop import Stop, StopReason
 from dyndbg.ui.text import boundaries, graph_steps, render
-from dyndbg.ui.commands.breakpoints import deleted_at_stop
+from dyndbg.ui.text.breakpoint_text import deleted_at_stop
 from dyndbg.ui.text import nan_text
 from dyndbg.ui.commands.host import Host
 from dyndbg.ui.text.values import exception_text

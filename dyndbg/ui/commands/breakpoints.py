@@ -3,39 +3,20 @@ condition, ignore; and the completion of their locations."""
 from __future__ import annotations
 
 import os
-from typing import Iterable
 
 from dyndbg.dynamo.names import GRAPH_NAME, graph_number
-from dyndbg.engine.breakpoints import Breakpoint, BreakpointTable, Location
-from dyndbg.engine.targets import (BackwardCatchTarget, CatchTarget, FunctionTarget,
-                                  InstructionTarget, LineTarget, Target, CompileCatchTarget,
-                                  main_module_name)
+from dyndbg.engine.breakpoints import Breakpoint, Location
+from dyndbg.engine.targets import (BackwardCatchTarget, CatchTarget, InstructionTarget,
+                                  LineTarget, Target)
 from dyndbg.engine.nan_catch import NanCatchTarget
 from dyndbg.engine.compile_stepping import compile_line_target
 from dyndbg.ui.commands.host import Host
+from dyndbg.ui.text.breakpoint_text import location_line, main_module_note
 from dyndbg.ui.text.parsing import (CommandError, InstructionSpec, Place, check_condition,
                                parse_breakpoint_refs, parse_int, parse_location, parse_numbers,
                                split_condition)
 
 CATCH_EVENTS = ("compile", "recompile", "graph-break", "exception", "trace", "backward", "nan")
-
-
-def deleted_at_stop(stopped: Iterable[Breakpoint], table: BreakpointTable) -> list[str]:
-    """pdb's line for each temporary breakpoint (`tbreak`, `tbreak --trace`) that
-    the stop deleted: `Deleted breakpoint 2 at step_back.py:17`."""
-    return [f"Deleted breakpoint {bp.number} at {bp.target.describe()}" for bp in stopped
-            if bp.temporary and table.get(bp.number) is None]
-
-
-def main_module_note(target: Target) -> str | None:
-    """The line that says a function pattern names the program run as `__main__`
-    by its module name (`prog.Net.forward` for prog.py), which it matches."""
-    alias = main_module_name()
-    if not isinstance(target, (FunctionTarget, CompileCatchTarget)) or alias is None or \
-            not target.pattern.startswith(alias + "."):
-        return None
-    rest = target.pattern[len(alias) + 1:]
-    return f"  {alias} runs as __main__: {target.pattern} matches __main__.{rest}"
 
 
 class BreakpointCommands:
@@ -136,7 +117,7 @@ class BreakpointCommands:
             # gdb's N.M, where one breakpoint stands for several places (or one is off)
             if len(bp.locations) > 1 or any(not loc.enabled for loc in bp.locations):
                 for loc in bp.locations:
-                    self.host.write(_location_line(bp, loc))
+                    self.host.write(location_line(bp, loc))
 
     def _add_breakpoint(self, arg: str, temporary: bool) -> None:
         if not arg.strip():
@@ -394,12 +375,3 @@ class BreakpointCommands:
         bp = self._breakpoints_named(parts[0])[0]
         bp.ignore = max(0, parse_int(parts[1], "count"))
         self.host.write(f"Will ignore next {bp.ignore} crossings of breakpoint {bp.number}.")
-
-
-def _location_line(bp: Breakpoint, location: Location) -> str:
-    """`1.2         enabled   torch_dynamo_resume_in_f_at_10 [1/0]  hit 1 time`"""
-    state = "enabled" if location.enabled else "disabled"
-    text = f"{f'{bp.number}.{location.number}':<12}{state:<9} {location.where}"
-    if location.hits:
-        text += f"  hit {location.hits} time{'s' if location.hits != 1 else ''}"
-    return text

@@ -17,7 +17,7 @@ from dyndbg.dynamo.symbolic import compile_id as compile_id_of
 from dyndbg.dynamo.symbolic import SymbolicValue, is_variable_tracker
 from dyndbg.engine.compile_stepping import CompileStep
 from dyndbg.engine.stop import CompileStop
-from dyndbg.ui.commands.breakpoints import deleted_at_stop
+from dyndbg.ui.text.breakpoint_text import deleted_at_stop
 from dyndbg.ui.commands.host import Family, Host, commands_of, usage
 from dyndbg.ui.text import render
 from dyndbg.ui.text.parsing import CommandError

@@ -13,7 +13,7 @@ from dyndbg.dynamo.graphs.inductor_steps import OutputCodeGraph
 from dyndbg.dynamo.graphs.stepping import MISSING, node_step
 from dyndbg.engine.stop import GraphStop
 from dyndbg.ui.commands import kernel_stops
-from dyndbg.ui.commands.breakpoints import deleted_at_stop
+from dyndbg.ui.text.breakpoint_text import deleted_at_stop
 from dyndbg.ui.commands.host import Family, Host, commands_of, usage
 from dyndbg.ui.text import graph_steps, nan_text
 from dyndbg.ui.text.parsing import CommandError
