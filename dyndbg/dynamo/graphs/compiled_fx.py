@@ -6,33 +6,56 @@ Only read."""
 from __future__ import annotations
 
 import types
+from typing import Callable
 
-_SEARCH_LIMIT = 300
+_FORWARD_LIMIT = 300       # objects visited from a graph global
+_BACKWARD_LIMIT = 100      # from AOT's compiled_bw
 
 
-def compiled_forward(value: object) -> object | None:
-    """Inductor's CompiledFxGraph of the forward behind a graph global."""
+def _find(start: object, limit: int,
+          instead: Callable[[object], list[object] | None]) -> object | None:
+    """The first CompiledFxGraph breadth first from `start` along wrapper
+    edges (lookup._neighbours); `instead(obj)`: what to follow from `obj` in
+    place of its neighbours, None for its neighbours."""
     from dyndbg.dynamo.graphs.lookup import _neighbours
-    import torch.fx
 
     seen: set[int] = set()
-    queue: list[object] = [value]
-    while queue and len(seen) < _SEARCH_LIMIT:
+    queue: list[object] = [start]
+    while queue and len(seen) < limit:
         obj = queue.pop(0)
-        if id(obj) in seen:
+        if obj is None or id(obj) in seen:
             continue
         seen.add(id(obj))
         if type(obj).__name__ == "CompiledFxGraph":
             return obj
-        if isinstance(obj, torch.fx.GraphModule):
-            continue
-        if isinstance(obj, type):      # AOT's CompiledFunction: the forward only
-            fw = vars(obj).get("compiled_fw")
-            if fw is not None:
-                queue.append(fw)
-            continue
-        queue.extend(_neighbours(obj))
+        follow = instead(obj)
+        queue.extend(_neighbours(obj) if follow is None else follow)
     return None
+
+
+def compiled_forward(value: object) -> object | None:
+    """Inductor's CompiledFxGraph of the forward behind a graph global."""
+    import torch.fx
+
+    def instead(obj: object) -> list[object] | None:
+        if isinstance(obj, torch.fx.GraphModule):
+            return []
+        if isinstance(obj, type):      # AOT's CompiledFunction: the forward only
+            return [vars(obj).get("compiled_fw")]
+        return None
+    return _find(value, _FORWARD_LIMIT, instead)
+
+
+def compiled_backward(compiled_bw: object) -> object | None:
+    """Inductor's CompiledFxGraph behind AOT's `compiled_bw`, if it is one."""
+    return _find(compiled_bw, _BACKWARD_LIMIT, lambda obj: [] if isinstance(obj, type) else None)
+
+
+def cuda_graph_replay(compiled: object) -> bool:
+    """Whether cudagraph_post_compile wrapped its `call` in cudagraphify
+    (mode="reduce-overhead"): a replay runs no Python, no kernel to step between."""
+    return getattr(compiled, "cudagraph_info", None) is not None \
+        and getattr(compiled, "disabled_cudagraphs_reason", None) is None
 
 
 def call_code(compiled: object) -> types.CodeType | None:

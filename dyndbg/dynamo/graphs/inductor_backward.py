@@ -47,13 +47,12 @@ import types
 import weakref
 from dataclasses import dataclass, field
 
-from dyndbg.dynamo.graphs.compiled_fx import call_code
+from dyndbg.dynamo.graphs.compiled_fx import call_code, compiled_backward, cuda_graph_replay
 from dyndbg.dynamo.graphs.inductor_steps import (NodePlace, NoOutputCode, OutputCodeGraph,
                                                  Where, _computes)
-from dyndbg.dynamo.graphs.lookup import _neighbours, node_frame
+from dyndbg.dynamo.graphs.lookup import node_frame
 from dyndbg.dynamo.graphs.output_code import CodeStep, StepKind, parse, trace_key, with_provenance
 
-_WALK_LIMIT = 100
 # CompiledFunction class -> its backward graph's nodes, as AOT traced them
 _ACCOUNTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -95,23 +94,6 @@ def save_account(cls: type) -> None:
 
 def account_of(cls: type) -> list[SavedNode]:
     return list(_ACCOUNTS.get(cls, ()))
-
-
-def compiled_backward(compiled_bw: object) -> object | None:
-    """Inductor's CompiledFxGraph behind `compiled_bw`, if it is one."""
-    seen: set[int] = set()
-    queue: list[object] = [compiled_bw]
-    while queue and len(seen) < _WALK_LIMIT:
-        obj = queue.pop(0)
-        if obj is None or id(obj) in seen:
-            continue
-        seen.add(id(obj))
-        if type(obj).__name__ == "CompiledFxGraph":
-            return obj
-        if isinstance(obj, type):
-            continue
-        queue.extend(_neighbours(obj))
-    return None
 
 
 @dataclass
@@ -248,8 +230,7 @@ def inductor_backward(cls: type, name: str, number: int, backend: str,
     compiled = compiled_backward(compiled_bw)
     if compiled is None:
         return None
-    if getattr(compiled, "cudagraph_info", None) is not None \
-            and getattr(compiled, "disabled_cudagraphs_reason", None) is None:
+    if cuda_graph_replay(compiled):
         raise NoOutputCode(f"backward of graph {number} runs as a CUDA graph replay "
                            "(mode=\"reduce-overhead\"): no kernels to step between")
     graph.load(compiled)

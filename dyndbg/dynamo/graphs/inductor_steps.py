@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
 
-from dyndbg.dynamo.graphs.compiled_fx import call_code, compiled_forward
+from dyndbg.dynamo.graphs.compiled_fx import call_code, compiled_forward, cuda_graph_replay
 from dyndbg.dynamo.graphs.lookup import node_frame
 from dyndbg.dynamo.graphs.output_code import (CodeStep, KernelKind, StepKind, parse, trace_key,
                                                with_provenance)
@@ -351,9 +351,7 @@ def inductor_graph(name: str, number: int, value: object, backend: str, gm: obje
     compiled = compiled_forward(value)
     if compiled is None:
         return None
-    if getattr(compiled, "cudagraph_info", None) is not None \
-            and getattr(compiled, "disabled_cudagraphs_reason", None) is None:
-        # cudagraph_post_compile wrapped `call` in cudagraphify: replays run no Python (not run here)
+    if cuda_graph_replay(compiled):
         raise NoOutputCode(f"graph {number} runs as a CUDA graph replay (mode=\"reduce-overhead\"): "
                            "no kernels to step between")
     code = call_code(compiled)

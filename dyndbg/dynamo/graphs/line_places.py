@@ -32,8 +32,8 @@ import types
 from typing import Callable, Iterable, Union
 
 from dyndbg.dynamo.graphs import backward, kernel_lines
-from dyndbg.dynamo.graphs.inductor_backward import (BackwardOutputCode, account_of,
-                                                    compiled_backward, save_account)
+from dyndbg.dynamo.graphs.compiled_fx import compiled_backward
+from dyndbg.dynamo.graphs.inductor_backward import BackwardOutputCode, account_of, save_account
 from dyndbg.dynamo.graphs.inductor_steps import NoOutputCode, OutputCodeGraph
 from dyndbg.dynamo.graphs.lookup import node_frame
 from dyndbg.dynamo.graphs.output_code import CodeStep
